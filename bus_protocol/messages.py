@@ -1,0 +1,267 @@
+# Message ids, payload layouts, CRC and the binary codec (DESIGN §1, §2, §6; SPEC.md).
+# Runs unchanged under CPython and MicroPython: no typing/dataclasses/enum, `struct`
+# only through pack_into/unpack_from/calcsize, tables built once at import.
+#
+# Logical frame (identical on UART, CAN-FD and classic CAN):
+#   off 0 type u8 | 1 src u8 | 2 dst u8 | 3 seq u16 | 5 len u8 | 6 payload[len] | crc16 LE
+# so a frame is 8 + len bytes, len <= 56, frame <= 64 (one CAN-FD data field).
+import struct
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+try:  # CPython: C implementation of exactly CRC-16/CCITT-FALSE when init=0xFFFF
+    from binascii import crc_hqx as _crc_hqx
+except ImportError:
+    _crc_hqx = None
+# MicroPython's binascii has no crc_hqx; guard against partial ports anyway.
+
+# --- addressing -------------------------------------------------------------
+HOST = const(0)          # links are 1..N (link index, base = 1)
+BROADCAST = const(0xFF)
+
+# --- message types (id == wire byte) ----------------------------------------
+SYNC = const(0x01)
+JOINT_STATE = const(0x02)
+KINEMATIC = const(0x03)
+GOAL = const(0x04)
+ASSERT = const(0x05)
+TORQUE = const(0x06)
+STATUS = const(0x07)
+CONFIG = const(0x08)
+COMMAND = const(0x09)
+LOG = const(0x0A)
+
+NAMES = {SYNC: "SYNC", JOINT_STATE: "JOINT_STATE", KINEMATIC: "KINEMATIC",
+         GOAL: "GOAL", ASSERT: "ASSERT", TORQUE: "TORQUE", STATUS: "STATUS",
+         CONFIG: "CONFIG", COMMAND: "COMMAND", LOG: "LOG"}
+
+# COMMAND.cmd values
+CMD_BRAKE = const(1)
+CMD_RELEASE = const(2)
+CMD_RESET = const(3)
+CMD_PING = const(4)
+CMD_CONFIG_APPLY = const(5)
+
+# ASSERT.kind values (DESIGN §5: RMOA couplets; gravity assertions)
+KIND_RMOA = const(1)
+KIND_GRAVITY = const(2)
+
+# JOINT_STATE.flags bits
+FLAG_RANGE_VALID = const(1)
+
+# --- sizes --------------------------------------------------------------------
+HEADER_SIZE = const(6)    # type, src, dst, seq(2), len
+OVERHEAD = const(8)       # header + crc
+MAX_PAYLOAD = const(56)
+MAX_FRAME = const(64)
+CONFIG_MAX_DATA = const(52)   # 56 - <HH
+LOG_MAX_TEXT = const(56)
+
+_HDR = "<BBBHB"
+_CFG_HDR = "<HH"
+
+# Payload layouts, indexed by type id. None = unknown id; "" = variable (CONFIG/LOG).
+# Every float is float32 little-endian; vectors are (x, y, z); see SPEC.md for frames.
+_FMT = (
+    None,
+    "<I",          # SYNC        tick
+    "<IffB3f3f",   # JOINT_STATE tick, q, qd, flags, p_psh(3, link), x_r(3, link)
+    "<I13f",       # KINEMATIC   tick, quat wxyz, p(3), v(3), w(3)  (world)
+    "<IB9f",       # GOAL        tick, goal_id, p_app(3), f(6)       (world)
+    "<IBB9f",      # ASSERT      tick, origin_link, kind, p(3), f(6) (world)
+    "<IfB6f",      # TORQUE      tick, u, state, proxy, assertions, local_pd, joint_limit, brake, other
+    "<IBHHI",      # STATUS      tick, state, faults, bad_frames, cycle_us
+    "",            # CONFIG      offset u16, total u16, data[<=52]
+    "<Bf",         # COMMAND     cmd, arg
+    "",            # LOG         text[<=56]
+)
+_NTYPES = len(_FMT)
+
+# Precomputed per-type payload size and value count (one-time allocation at import).
+_SIZE = [0] * _NTYPES
+_NVAL = [0] * _NTYPES
+for _t in range(_NTYPES):
+    _f = _FMT[_t]
+    if _f:
+        _SIZE[_t] = struct.calcsize(_f)
+        _NVAL[_t] = len(struct.unpack_from(_f, bytes(_SIZE[_t])))
+_SIZE[CONFIG] = MAX_PAYLOAD
+_NVAL[CONFIG] = 3
+_SIZE[LOG] = MAX_PAYLOAD
+_NVAL[LOG] = 1
+del _t, _f
+
+# --- CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, no reflection, xorout 0 ---------
+# Check value: crc16(b"123456789") == 0x29B1.
+
+
+def _make_table():
+    t = [0] * 256
+    for i in range(256):
+        c = i << 8
+        for _ in range(8):
+            c = ((c << 1) ^ 0x1021) if c & 0x8000 else (c << 1)
+        t[i] = c & 0xFFFF
+    return t
+
+
+_CRC_TABLE = _make_table()
+
+
+def crc16_table(data, n=None):
+    """Pure-Python table CRC (the MicroPython path; also used by the tests)."""
+    if n is None:
+        n = len(data)
+    t = _CRC_TABLE
+    c = 0xFFFF
+    for i in range(n):
+        c = ((c << 8) & 0xFFFF) ^ t[(c >> 8) ^ data[i]]
+    return c
+
+
+def crc16(data, n=None):
+    """CRC-16/CCITT-FALSE of data[:n] (n defaults to len(data))."""
+    if _crc_hqx is None:
+        return crc16_table(data, n)
+    if n is not None and n != len(data):
+        data = memoryview(data)[:n]
+    return _crc_hqx(data, 0xFFFF)
+
+
+# --- sizes API -----------------------------------------------------------------
+
+def payload_size(mtype):
+    """Payload bytes of a fixed layout; the maximum (56) for CONFIG and LOG."""
+    if not 0 < mtype < _NTYPES:
+        raise ValueError("unknown message type")
+    return _SIZE[mtype]
+
+
+def frame_size(mtype):
+    return OVERHEAD + payload_size(mtype)
+
+
+# --- encoder -------------------------------------------------------------------
+
+def encode_into(buf, mtype, src, dst, seq, values):
+    """Write one frame into buf (bytearray >= 64); return its length.
+
+    values: the flat tuple of the layout; CONFIG -> (offset, total, data_bytes),
+    LOG -> (text_bytes,). seq is taken modulo 2**16. Raises ValueError on a sender
+    bug (unknown type, wrong value count, oversize payload, unpackable value).
+    Note: MicroPython's struct wraps out-of-range ints silently; CPython raises.
+    """
+    if not 0 < mtype < _NTYPES:
+        raise ValueError("unknown message type")
+    if len(values) != _NVAL[mtype]:
+        raise ValueError("wrong value count")
+    if not (0 <= src <= 255 and 0 <= dst <= 255):
+        raise ValueError("bad address")
+    fmt = _FMT[mtype]
+    try:
+        if fmt:
+            n = _SIZE[mtype]
+            struct.pack_into(fmt, buf, HEADER_SIZE, *values)
+        elif mtype == CONFIG:
+            data = values[2]
+            n = 4 + len(data)
+            if n > MAX_PAYLOAD:
+                raise ValueError("CONFIG data > 52 bytes")
+            struct.pack_into(_CFG_HDR, buf, HEADER_SIZE, values[0], values[1])
+            buf[HEADER_SIZE + 4:HEADER_SIZE + n] = data
+        else:  # LOG
+            data = values[0]
+            n = len(data)
+            if n > MAX_PAYLOAD:
+                raise ValueError("LOG text > 56 bytes")
+            buf[HEADER_SIZE:HEADER_SIZE + n] = data
+        struct.pack_into(_HDR, buf, 0, mtype, src, dst, seq & 0xFFFF, n)
+    except ValueError:
+        raise
+    except Exception as e:  # struct.error / OverflowError / TypeError on CPython
+        raise ValueError("cannot encode: %s" % e)
+    end = HEADER_SIZE + n
+    c = crc16(buf, end)
+    buf[end] = c & 0xFF
+    buf[end + 1] = c >> 8
+    return end + 2
+
+
+def encode(mtype, src, dst, seq, values):
+    """Convenience: a fresh bytes frame (allocates; use encode_into in loops)."""
+    buf = bytearray(MAX_FRAME)
+    n = encode_into(buf, mtype, src, dst, seq, values)
+    return bytes(buf[:n])
+
+
+# --- decoder -------------------------------------------------------------------
+ERR_NONE = const(0)
+ERR_SHORT = const(1)    # fewer than 8 bytes (or n > len(frame))
+ERR_LENGTH = const(2)   # length byte > 56 or 8 + length != frame length
+ERR_CRC = const(3)      # CRC mismatch
+ERR_TYPE = const(4)     # unknown message type
+ERR_LAYOUT = const(5)   # payload length does not match the type's layout
+ERR_NAMES = {ERR_NONE: "none", ERR_SHORT: "short", ERR_LENGTH: "length",
+             ERR_CRC: "crc", ERR_TYPE: "type", ERR_LAYOUT: "layout"}
+_NERR = 6
+
+
+class Decoder:
+    """Strict frame decoder. decode() never raises on garbage: it returns None,
+    sets last_error, bumps errors[kind] and bad. On success: good += 1 and
+    last_error = ERR_NONE. Counters are plain ints (cheap on MicroPython)."""
+
+    def __init__(self):
+        self.errors = [0] * _NERR
+        self.good = 0
+        self.bad = 0
+        self.last_error = ERR_NONE
+
+    def reset(self):
+        for i in range(_NERR):
+            self.errors[i] = 0
+        self.good = self.bad = 0
+        self.last_error = ERR_NONE
+
+    def _fail(self, kind):
+        self.last_error = kind
+        self.errors[kind] += 1
+        self.bad += 1
+        return None
+
+    def decode(self, frame, n=None):
+        """frame: bytes/bytearray/memoryview holding exactly one frame in [:n].
+        Returns (mtype, src, dst, seq, values) or None."""
+        size = len(frame)
+        if n is None:
+            n = size
+        if n < OVERHEAD or n > size:
+            return self._fail(ERR_SHORT)
+        plen = frame[5]
+        if plen > MAX_PAYLOAD or n != OVERHEAD + plen:
+            return self._fail(ERR_LENGTH)
+        end = HEADER_SIZE + plen
+        if crc16(frame, end) != (frame[end] | (frame[end + 1] << 8)):
+            return self._fail(ERR_CRC)
+        t = frame[0]
+        if t >= _NTYPES or _FMT[t] is None:
+            return self._fail(ERR_TYPE)
+        fmt = _FMT[t]
+        if fmt:
+            if plen != _SIZE[t]:
+                return self._fail(ERR_LAYOUT)
+            values = struct.unpack_from(fmt, frame, HEADER_SIZE)
+        elif t == CONFIG:
+            if plen < 4:
+                return self._fail(ERR_LAYOUT)
+            off, tot = struct.unpack_from(_CFG_HDR, frame, HEADER_SIZE)
+            values = (off, tot, bytes(frame[HEADER_SIZE + 4:end]))
+        else:  # LOG
+            values = (bytes(frame[HEADER_SIZE:end]),)
+        self.good += 1
+        self.last_error = ERR_NONE
+        return (t, frame[1], frame[2], frame[3] | (frame[4] << 8), values)
