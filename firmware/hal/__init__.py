@@ -1,0 +1,20 @@
+# Hardware abstraction for a link agent. Every back end (sim.py, boards) offers the same
+# small surface, split like ros2_control's read()/write():
+#   read() -> bool        refresh q, qd and the range reading (False on a sensor error)
+#   q, qd                 joint position (rad or m) and velocity, valid after read()
+#   range_valid, p_psh, x_r   nearest hazard point on the link and vector to the
+#                         obstacle surface, both in link-frame coordinates
+#   write(u) -> bool      command joint torque (N m) or force (N)
+#   set_brake(on)         physical brake where the board has one
+#   send(buf, n)          put one logical frame (bus_protocol) on the bus
+#   ticks_us()            free-running microsecond clock
+try:
+    from time import ticks_diff, ticks_us
+except ImportError:  # CPython
+    from time import perf_counter_ns
+
+    def ticks_us():
+        return perf_counter_ns() // 1000
+
+    def ticks_diff(a, b):
+        return a - b

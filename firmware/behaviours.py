@@ -1,0 +1,41 @@
+# Local behaviour controllers of a link agent (DESIGN 5, thesis ch. 7).
+# Each returns a joint torque (force for a prismatic joint); the agent arbitrates.
+
+
+def rmoa_force(x_r, rho, eta, clearance):
+    """RMOA repulsion (7.241-7.253): with rho = |x_r| < c,
+    f_psh = eta (1/rho - 1/c) (1/rho^2) (-x_r / rho); None outside the clearance."""
+    if rho >= clearance:
+        return None
+    if rho < 1e-4:
+        rho = 1e-4  # contact: bounded push along the last known direction
+    g = -eta * (1.0 / rho - 1.0 / clearance) / (rho * rho * rho)
+    return (g * x_r[0], g * x_r[1], g * x_r[2])
+
+
+def joint_limit(q, q_low, q_high, eta, rho0):
+    """Continuous nonlinear joint-limit repulsion (7.254)."""
+    u = 0.0
+    rho = q_high - q
+    if rho < rho0:
+        rho = rho if rho > 1e-3 else 1e-3
+        u -= eta * (1.0 / rho - 1.0 / rho0) / (rho * rho)
+    rho = q - q_low
+    if rho < rho0:
+        rho = rho if rho > 1e-3 else 1e-3
+        u += eta * (1.0 / rho - 1.0 / rho0) / (rho * rho)
+    return u
+
+
+def pd(q, qd, q_set, kq, kw):
+    """Centering / retraction / variable compliance / brake: u = kq (q_c - q) - kw qd (7.274)."""
+    return kq * (q_set - q) - kw * qd
+
+
+def saturate(u, u_sat):
+    """Actuator saturation (6.216)."""
+    if u > u_sat:
+        return u_sat
+    if u < -u_sat:
+        return -u_sat
+    return u

@@ -1,0 +1,37 @@
+# Simulated back end: the plant lives on the host, which sends JOINT_STATE frames
+# (the sensors) and applies the torque carried by the agent's TORQUE frames (the motor).
+from firmware.hal import ticks_us
+
+
+class SimHAL:
+    def __init__(self, send=None):
+        self._send = send
+        self.q = 0.0
+        self.qd = 0.0
+        self.range_valid = False
+        self.p_psh = (0.0, 0.0, 0.0)
+        self.x_r = (0.0, 0.0, 0.0)
+        self.u = 0.0
+        self.braked = False
+        self.ticks_us = ticks_us
+
+    def on_joint_state(self, values):
+        # JOINT_STATE: tick, q, qd, flags, p_psh(3), x_r(3)
+        self.q = values[1]
+        self.qd = values[2]
+        self.range_valid = bool(values[3] & 1)
+        self.p_psh = values[4:7]
+        self.x_r = values[7:10]
+
+    def read(self):
+        return True
+
+    def write(self, u):
+        self.u = u
+        return True
+
+    def set_brake(self, on):
+        self.braked = on
+
+    def send(self, buf, n):
+        self._send(buf, n)

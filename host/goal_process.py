@@ -1,0 +1,120 @@
+"""The host's part of one control cycle (DESIGN 6), independent of the transport:
+it opens the cycle (SYNC, base packet K_0), turns the end-effector packet K_N into the
+global goal with RMDAC, rebroadcasts the agents' assertions ahead of the goal, and
+collects the torques. Runners only move the bytes this produces and consumes."""
+import math
+
+import numpy as np
+
+from bus_protocol import messages as m
+from host import trajectory as tr
+from host.rmdac import RMDAC, coordinate_gains
+
+
+class GoalProcess:
+    def __init__(self, sc):
+        self.sc = sc
+        self.n = sc.n
+        self.planar = sc.task == "planar"
+        self.rmdac = RMDAC(coordinate_gains(sc.rmdac, sc.task))
+        self.decoder = m.Decoder()
+        self.seq = 0
+        self.traj = None
+        base = sc.arm["base"]
+        self.base_packet = tuple(base["quat"]) + tuple(base["pos"]) + (0.0,) * 6
+        self.tick = -1
+        self.t = 0.0
+        self.t_prev = None
+        self.asserts = []
+        self.torques = np.zeros(self.n)
+        self.components = np.zeros((self.n, 6))
+        self.states = np.zeros(self.n, dtype=int)
+        self.got = np.zeros(self.n, dtype=bool)
+        self.status = {}
+        self.logs = []
+        self.closed = False
+        self.late_asserts = 0
+        self.ee = None        # (quat, p, v, w) from K_N, float32 from the wire
+        self.goal = None      # (p_app, f)
+        self.desired = None   # trajectory sample of this tick
+        self.error = None     # task-space error e
+
+    def frame(self, mtype, dst, values):
+        f = m.encode(mtype, m.HOST, dst, self.seq, values)
+        self.seq = (self.seq + 1) & 0xFFFF
+        return f
+
+    def begin(self, tick, t):
+        """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1."""
+        self.tick, self.t = tick, t
+        self.asserts = []
+        self.closed = False
+        self.got[:] = False
+        self.ee = None
+        return [self.frame(m.SYNC, m.BROADCAST, (tick,)),
+                self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+
+    @property
+    def complete(self):
+        return bool(self.got.all())
+
+    def on_frame(self, frame):
+        """Consume one frame addressed to the host; return the frames to send."""
+        msg = self.decoder.decode(frame)
+        if msg is None:
+            return []
+        mtype, src, dst, seq, v = msg
+        if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick:
+            self.ee = (np.array(v[1:5]), np.array(v[5:8]), np.array(v[8:11]), np.array(v[11:14]))
+            return self.close_cycle()
+        if mtype == m.ASSERT and v[0] == self.tick:
+            if self.closed:
+                self.late_asserts += 1   # missed this cycle's rebroadcast
+            else:
+                self.asserts.append(v)
+        elif mtype == m.TORQUE and 1 <= src <= self.n and v[0] == self.tick:
+            i = src - 1
+            self.torques[i] = v[1]
+            self.states[i] = v[2]
+            self.components[i] = v[3:9]
+            self.got[i] = True
+        elif mtype == m.STATUS:
+            self.status[src] = v
+        elif mtype == m.LOG:
+            self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
+        return []
+
+    def close_cycle(self):
+        """K_N is in: RMDAC -> G = (p_n, f); assertions are rebroadcast first."""
+        quat, p, v, w = self.ee
+        if self.traj is None:
+            self.traj = tr.Trajectory(self.sc.knots, p, quat, self.planar)
+        d = self.traj.sample(self.t)
+        self.desired = d
+        if self.planar:
+            yaw = tr.yaw_of(quat)
+            e_rot = math.remainder(d.angle - yaw, 2 * math.pi)
+            x_d = np.array([d.p[0], d.p[1], d.angle])
+            xd_d = np.array([d.v[0], d.v[1], d.w[2]])
+            xdd_d = np.array([d.a[0], d.a[1], d.wd[2]])
+            e = np.array([d.p[0] - p[0], d.p[1] - p[1], e_rot])
+            ed = xd_d - np.array([v[0], v[1], w[2]])
+        else:
+            # orientation error 2 dq, dq = vec(Q_d conj(Q_a)) (DESIGN 4, B.405)
+            dq = tr.qmul(d.quat, tr.qconj(quat))
+            e_rot = 2.0 * dq[1:] * (1.0 if dq[0] >= 0 else -1.0)
+            x_d = np.concatenate([d.p, tr.qlog(d.quat)])
+            xd_d = np.concatenate([d.v, d.w])
+            xdd_d = np.concatenate([d.a, d.wd])
+            e = np.concatenate([d.p - p, e_rot])
+            ed = xd_d - np.concatenate([v, w])
+        dt = 0.0 if self.t_prev is None else self.t - self.t_prev
+        self.t_prev = self.t
+        fj = self.rmdac.update(dt, x_d, xd_d, xdd_d, e, ed)
+        f = np.array([fj[0], fj[1], 0.0, 0.0, 0.0, fj[2]]) if self.planar else fj
+        self.error = e
+        self.goal = (p, f)
+        self.closed = True
+        out = [self.frame(m.ASSERT, m.BROADCAST, a) for a in self.asserts]
+        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(p.tolist()) + tuple(f.tolist())))
+        return out

@@ -1,0 +1,114 @@
+"""PNG plots of a run (headless matplotlib)."""
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COMPONENTS = ("proxy", "assertions", "local PD", "joint limit", "brake", "other")
+
+
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def knot_indices(t, knot_times):
+    return [int(np.argmin(np.abs(t - tk))) for tk in knot_times]
+
+
+def path_plot(d, out, title, knot_times=()):
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    ax.plot(d["p_d"][:, 0], d["p_d"][:, 1], "k--", lw=1, label="desired")
+    ax.plot(d["p"][:, 0], d["p"][:, 1], "C0", lw=1.2, label="actual")
+    for i in knot_indices(d["t"], knot_times):
+        fr = d["frames"][i]
+        ax.plot(fr[:, 0], fr[:, 1], "-o", color="0.6", ms=2, lw=0.8)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title("%s: end-effector path (grey: arm at knot points)" % title)
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    return _save(fig, out)
+
+
+def error_plot(d, out, title):
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+    err = np.linalg.norm(d["p_d"] - d["p"], axis=1)
+    a1.semilogy(d["t"], np.maximum(err, 1e-9))
+    a1.set_ylabel("|p_d - p_n| (m)")
+    a1.set_title("%s: tracking error" % title)
+    a1.grid(alpha=0.3, which="both")
+    a2.plot(d["t"], d["e_phi"])
+    a2.set_ylabel("orientation error (rad)")
+    a2.set_xlabel("t (s)")
+    a2.grid(alpha=0.3)
+    return _save(fig, out)
+
+
+def torque_plot(d, out, title):
+    n = d["u"].shape[1]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i in range(n):
+        ax.plot(d["t"], d["u"][:, i], lw=0.8, label="link %d" % (i + 1))
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("joint torque (N m)")
+    ax.set_title("%s: applied joint torques" % title)
+    ax.legend(ncol=5, fontsize=7)
+    ax.grid(alpha=0.3)
+    return _save(fig, out)
+
+
+def behaviour_plot(d, out, title, links=None):
+    """Per-link torque broken down by behaviour (thesis figs 7.42-7.46)."""
+    n = d["comp"].shape[1]
+    links = links or list(range(1, n + 1))
+    fig, axes = plt.subplots(len(links), 1, figsize=(8, 1.6 * len(links) + 0.6), sharex=True, squeeze=False)
+    for ax, i in zip(axes[:, 0], links):
+        for j, name in enumerate(COMPONENTS):
+            c = d["comp"][:, i - 1, j]
+            if np.any(c != 0):
+                ax.plot(d["t"], c, lw=0.8, label=name)
+        ax.set_ylabel("link %d" % i, fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="upper right")
+    axes[0, 0].set_title("%s: torque by behaviour (N m)" % title)
+    axes[-1, 0].set_xlabel("t (s)")
+    return _save(fig, out)
+
+
+def snapshots_plot(d, out, title, knot_times):
+    idx = knot_indices(d["t"], knot_times)
+    cols = min(4, max(1, len(idx)))
+    rows = (len(idx) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
+    lim = np.abs(d["frames"][:, :, :2]).max() * 1.05
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, i in zip(axes.flat, idx):
+        ax.set_visible(True)
+        fr = d["frames"][i]
+        ax.plot(d["p_d"][:, 0], d["p_d"][:, 1], "k:", lw=0.6)
+        ax.plot(fr[:, 0], fr[:, 1], "-o", ms=3, color="C0")
+        ax.plot(fr[0, 0], fr[0, 1], "ks", ms=5)
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.set_aspect("equal")
+        ax.set_title("t = %.1f s" % d["t"][i], fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("%s: arm at the knot points" % title)
+    return _save(fig, out)
+
+
+def all_plots(d, out_dir, title, knot_times):
+    out = Path(out_dir)
+    return [path_plot(d, out / "path.png", title, knot_times),
+            error_plot(d, out / "error.png", title),
+            torque_plot(d, out / "torques.png", title),
+            behaviour_plot(d, out / "behaviours.png", title),
+            snapshots_plot(d, out / "snapshots.png", title, knot_times)]

@@ -1,0 +1,93 @@
+"""`linkteam run`: scenario -> runner -> run directory (summary.json, timeseries.npz,
+run.log, PNG plots). Whatever happens, the directory gets the log and the reason."""
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from host import logs, metrics, plots
+from host.runners.base import ControlLoop
+
+
+def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
+    out_dir = Path(out_dir or Path("runs") / sc.name)
+    log_lines = ["scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)]
+    loop = ControlLoop(sc, mode)
+    progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
+    if mode == "inprocess":
+        from host.runners import inprocess
+        inprocess.run(loop, progress)
+    else:
+        from host.runners import processes
+        processes.run(loop, progress, **opts)
+    if progress:
+        progress.close()
+    arr = loop.rec.arrays() if len(loop.rec) else {}
+    q_c = np.array([0.5 * (L["q_low"] + L["q_high"]) for L in sc.links])
+    summary = {
+        "scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
+        "clock": loop.clock, "control_rate_hz": sc.control_rate_hz,
+        "sim_seconds": float(arr["t"][-1]) if arr else 0.0,
+        "wall_seconds": loop.wall_seconds,
+    }
+    summary["realtime_factor"] = summary["sim_seconds"] / max(loop.wall_seconds, 1e-9)
+    summary.update(metrics.summarise(arr, q_c))
+    summary.update({"missed_cycles": loop.missed_cycles if loop.clock == "wall" else 0,
+                    "collisions": int(loop.plant.collisions),
+                    "status": loop.status, "reason": loop.reason})
+    summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
+    agents = getattr(loop, "agents", None)
+    if agents:
+        summary["bus_errors"]["agent_bad_frames"] = [a.decoder.bad for a in agents]
+        summary["agents"] = [{"link": a.link, "state": a.safety.state, "faults": a.safety.faults,
+                              "stale_kinematic": a.stale_kin, "late": a.late} for a in agents]
+    log_lines += ["%.3f link %d: %s" % entry for entry in loop.gp.logs]
+    log_lines.append("status %s %s" % (loop.status, loop.reason))
+    if loop.traceback:
+        log_lines.append(loop.traceback)
+    meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    logs.write_run(out_dir, summary, arr, log_lines, meta)
+    if make_plots and arr and len(arr["t"]) > 1:
+        try:
+            plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots])
+        except Exception as e:  # plots must never lose the run
+            (out_dir / "run.log").open("a").write("plotting failed: %r\n" % (e,))
+    return summary, out_dir
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (only on a terminal)."""
+
+    def __init__(self, label, width=30):
+        self.label, self.width, self.t0, self.last = label, width, time.perf_counter(), 0.0
+
+    def __call__(self, t, total):
+        now = time.perf_counter()
+        if now - self.last < 0.2 and t < total:
+            return
+        self.last = now
+        frac = min(1.0, t / total) if total else 1.0
+        fill = int(frac * self.width)
+        rate = t / max(now - self.t0, 1e-9)
+        sys.stderr.write("\r%s [%s%s] %5.1f/%.1f s sim  x%.1f realtime " % (
+            self.label, "#" * fill, "." * (self.width - fill), t, total, rate))
+        sys.stderr.flush()
+
+    def close(self):
+        sys.stderr.write("\n")
+
+
+def print_summary(summary, out_dir, stream=sys.stdout):
+    keys = ("status", "e_rms_m", "phi_rms_rad", "q_rms_rad", "realtime_factor", "missed_cycles", "collisions")
+    stream.write("%s -> %s\n" % (summary["scenario"], out_dir))
+    for k in keys:
+        v = summary.get(k)
+        stream.write("  %-16s %s\n" % (k, ("%.6g" % v) if isinstance(v, float) else v))
+    if summary.get("reason"):
+        stream.write("  reason           %s\n" % summary["reason"])
+
+
+def dumps(summary):
+    return json.dumps(summary, indent=2)

@@ -1,0 +1,117 @@
+"""The control loop every runner shares (DESIGN 6): per tick, sense the plant, let the
+bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
+supplies `exchange(frames, deadline)` which delivers the host's frames to the agents
+and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""
+import math
+import time
+import traceback
+
+import numpy as np
+
+from host.goal_process import GoalProcess
+from host.logs import Recorder
+from host.trajectory import Trajectory, yaw_of
+from sim_host.plant import Plant
+from sim_host.virtual_hw import VirtualHardware
+
+
+class Aborted(Exception):
+    pass
+
+
+def obstacle_paths(sc):
+    """Knot-point paths of the obstacles (same blend as the end effector)."""
+    paths = []
+    for ob in sc.obstacles:
+        paths.append(Trajectory(ob["knot"], ob["position"], [1, 0, 0, 0], True) if ob["knot"] else None)
+    return paths
+
+
+class ControlLoop:
+    def __init__(self, sc, mode, clock="synthetic"):
+        self.sc = sc
+        self.mode = mode
+        self.clock = clock
+        obstacles = [{"name": o["name"], "radius": o["radius"], "pos": list(o["position"])} for o in sc.obstacles]
+        self.plant = Plant(sc.arm, obstacles, timestep=sc.timestep)
+        clearances = [b["rmoa"]["clearance"] for b in sc.behaviours if "rmoa" in b]
+        self.hw = VirtualHardware(self.plant, max(clearances) if clearances else 0.0)
+        self.gp = GoalProcess(sc)
+        self.paths = obstacle_paths(sc)
+        self.rec = Recorder(sc.n)
+        self.missed_cycles = 0
+        self.status = "ok"
+        self.reason = ""
+        self.traceback = ""
+
+    def tick_steps(self):
+        """Plant step index of every control tick: ticks fall on the plant's time grid."""
+        period = 1.0 / self.sc.control_rate_hz
+        total = int(round(self.sc.duration / self.sc.timestep))
+        k = 0
+        while True:
+            s = int(round(k * period / self.sc.timestep))
+            if s > total:
+                return
+            yield k, s
+            k += 1
+
+    def run(self, exchange, progress=None):
+        sc, plant, gp = self.sc, self.plant, self.gp
+        wall0 = time.perf_counter()
+        steps = list(self.tick_steps())
+        try:
+            for j, (k, s) in enumerate(steps):
+                t = s * sc.timestep
+                for i, path in enumerate(self.paths):
+                    if path is not None:
+                        plant.set_obstacle_position(i, path.sample(t).p)
+                frames = self.hw.sense_frames(k) + gp.begin(k, t)
+                exchange(frames, k)
+                if not gp.complete:
+                    self.missed_cycles += 1   # late torque: the previous one is held
+                self.record(k, t)
+                self.hw.apply(gp.torques)
+                if j + 1 < len(steps):
+                    plant.step(steps[j + 1][1] - s)
+                if progress:
+                    progress(t, sc.duration)
+        except Aborted as e:
+            self.status, self.reason = "aborted", str(e)
+        except KeyboardInterrupt:
+            self.status, self.reason = "aborted", "interrupted (Ctrl-C)"
+        except Exception as e:  # a run that aborts still leaves its log and the reason
+            self.status, self.reason = "aborted", "%s: %s" % (type(e).__name__, e)
+            self.traceback = traceback.format_exc()
+        self.wall_seconds = time.perf_counter() - wall0
+        return self.status
+
+    def record(self, k, t):
+        gp, plant = self.gp, self.plant
+        q, qd = plant.joint_state()
+        R, p = plant.frames()
+        if gp.desired is None:
+            raise Aborted("no end-effector packet reached the host in cycle %d" % k)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            raise Aborted("plant state is not finite at t=%.3f s" % t)
+        d = gp.desired
+        e_p = d.p - p[-1]
+        if self.gp.planar:
+            e_phi = math.remainder(d.angle - yaw_of(_quat(R[-1])), 2 * math.pi)
+        else:
+            from host.trajectory import qconj, qmul
+            dq = qmul(d.quat, qconj(_quat(R[-1])))
+            e_phi = 2.0 * float(np.linalg.norm(dq[1:]))
+        ranges = self.hw.last_ranges
+        rho = np.array([np.nan if r is None else r[2] for r in ranges])
+        self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
+                     comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
+                     contacts=len(plant.contacts()))
+        if np.linalg.norm(e_p) > self.sc.divergence_m:
+            raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
+                          % (np.linalg.norm(e_p), self.sc.divergence_m, t))
+
+
+def _quat(R):
+    from host.trajectory import quat_from_matrix
+    return quat_from_matrix(R)

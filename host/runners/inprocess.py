@@ -1,0 +1,48 @@
+"""In-process lockstep runner: firmware LinkAgent objects in this CPython process, every
+frame encoded and routed through bus_protocol by a loopback bus, synthetic clock."""
+from collections import deque
+
+from bus_protocol import messages as m
+from firmware.agent import LinkAgent
+from firmware.hal.sim import SimHAL
+
+
+class LoopbackBus:
+    """Delivers frames in FIFO order by destination address (like a CAN acceptance filter)."""
+
+    def __init__(self, agents, host):
+        self.agents = agents
+        self.host = host          # callable(frame) -> frames to send
+        self.queue = deque()
+        self.frames = 0
+
+    def send(self, buf, n=None):
+        self.queue.append(bytes(buf[:n]) if n is not None else bytes(buf))
+
+    def run(self, frames):
+        q = self.queue
+        q.extend(frames)
+        agents = self.agents
+        while q:
+            f = q.popleft()
+            self.frames += 1
+            dst = f[2] if len(f) > 2 else m.HOST
+            if dst == m.HOST:
+                q.extend(self.host(f))
+            elif dst == m.BROADCAST:
+                for a in agents:
+                    a.receive(f)
+            elif 1 <= dst <= len(agents):
+                agents[dst - 1].receive(f)
+
+
+def make_agents(sc, send):
+    return [LinkAgent(cfg, SimHAL(send)) for cfg in sc.agent_configs]
+
+
+def run(loop, progress=None):
+    bus = LoopbackBus([], loop.gp.on_frame)
+    bus.agents = make_agents(loop.sc, bus.send)
+    loop.agents = bus.agents
+    loop.bus = bus
+    return loop.run(lambda frames, k: bus.run(frames), progress)

@@ -1,0 +1,347 @@
+"""Scenario loading (DESIGN 8): a TOML file -> a validated `Scenario`.
+
+Every field is declared once in SCHEMA with its type, default and range; a missing,
+unknown or out-of-range field is a `ScenarioError` naming the file, the line and the
+field. The result is plain data: `arm` (sim_host's dict), `agent_configs` (one dict per
+link, what a board reads as JSON), RMDAC gains, trajectory knots and obstacles.
+"""
+import math
+import re
+import tomllib
+from pathlib import Path
+
+REQUIRED = object()
+
+
+class ScenarioError(ValueError):
+    def __init__(self, path, line, field, message):
+        self.path, self.line, self.field = str(path), line, field
+        where = "%s:%s" % (path, line) if line else str(path)
+        super().__init__("%s: %s: %s" % (where, field, message))
+
+
+# kind, default, low, high  (None = unbounded). Nested dicts are TOML tables.
+def F(kind, default=REQUIRED, lo=None, hi=None, choices=None):
+    return (kind, default, lo, hi, choices)
+
+
+LINK = {
+    "type": F("str", "revolute", choices=("revolute", "prismatic")),
+    "theta": F("float", 0.0), "d": F("float", 0.0), "a": F("float", 0.0), "alpha": F("float", 0.0),
+    "mass": F("float", 1.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
+    "centroid": F("vec3", [0.0, 0.0, 0.0]),
+    "q_low": F("float", -math.pi), "q_high": F("float", math.pi), "limited": F("bool", False),
+    "u_sat": F("float", 1e6, 0.0), "damping": F("float", 1.0, 0.0), "radius": F("float", 0.1, 0.0),
+    "q0": F("float", 0.0), "brake_at_start": F("bool", False),
+}
+BEHAVIOURS = {
+    "proxy": {"weight": F("float", 1.0)},
+    "assertions": {"weight": F("float", 1.0)},
+    "centering": {"weight": F("float", 1.0), "kq": F("float", 100.0, 0.0), "kw": F("float", 20.0, 0.0),
+                  "q_c": F("float", None)},
+    "joint_limit": {"weight": F("float", 1.0), "eta": F("float", 5.0, 0.0), "rho0": F("float", 0.2, 0.0)},
+    "rmoa": {"eta": F("float", 100.0, 0.0), "clearance": F("float", 0.75, 0.0)},
+    "gravity": {"enabled": F("bool", None)},
+    "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 200.0, 0.0)},
+    "safety": {"watchdog_cycles": F("int", 3, 1), "max_q_step": F("float", 0.5, 0.0),
+               "qd_max": F("float", 50.0, 0.0), "stall_u": F("float", 0.0, 0.0),
+               "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
+               "readmit_cycles": F("int", 0, 0)},
+}
+GAINS = {"wp": F("float", REQUIRED, 0.0), "wv": F("float", REQUIRED, 0.0),
+         "delta": F("float", 0.0, 0.0), "alpha": F("float", 0.0, 0.0), "beta": F("float", 0.0, 0.0),
+         "nu": F("float", 0.0, 0.0), "gamma": F("float", 0.0, 0.0), "lambda": F("float", 0.0, 0.0),
+         "u2": F("float", 0.0, 0.0),
+         "d0": F("float", 0.0), "kp0": F("float", 0.0), "kv0": F("float", 0.0),
+         "c0": F("float", 0.0), "b0": F("float", 0.0), "a0": F("float", 0.0)}
+KNOT = {"interval": F("floats"), "position": F("vec3"),
+        "angle": F("float", None), "rotation": F("floats", None),
+        "type": F("str", "cubic", choices=("cubic", "step"))}
+OBSTACLE = {"name": F("str", "obstacle"), "radius": F("float", REQUIRED, 0.0), "position": F("vec3"),
+            "knot": ("array", {"interval": F("floats"), "position": F("vec3"),
+                               "type": F("str", "cubic", choices=("cubic", "step"))})}
+SCHEMA = {
+    "name": F("str"), "description": F("str", ""),
+    "simulation": {"duration": F("float", REQUIRED, 0.0), "control_rate_hz": F("float", 120.0, 1.0, 1000.0),
+                   "timestep": F("float", 0.001, 1e-5, 0.01),
+                   "task": F("str", "planar", choices=("planar", "spatial")),
+                   "start_angle": F("float", None),
+                   "divergence_m": F("float", 2.0, 0.0)},
+    "robot": {"links": F("int", REQUIRED, 1, 64), "gravity": F("vec3", [0.0, 0.0, 0.0]),
+              "link_collisions": F("bool", False), "base_position": F("vec3", [0.0, 0.0, 0.0]),
+              "link": dict(LINK),
+              "override": ("array", dict(LINK, links=F("ints"), behaviours=BEHAVIOURS))},
+    "payload": {"mass": F("float", 0.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
+                "centroid": F("vec3", [0.0, 0.0, 0.0])},
+    "behaviours": BEHAVIOURS,
+    "rmdac": {"linear": GAINS, "rotation": GAINS},
+    "trajectory": {"knot": ("array", KNOT)},
+    "obstacle": ("array", OBSTACLE),
+}
+
+
+def _line_of(text, field):
+    """Best line number for a dotted field path ('robot.link.mass', 'trajectory.knot[2].angle')."""
+    parts = [re.sub(r"\[\d+\]$", "", p) for p in field.split(".")]
+    table, want_n = [], None
+    m_idx = re.findall(r"\[(\d+)\]", field)
+    want_n = int(m_idx[-1]) if m_idx else None
+    counts = {}
+    best = None
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        h = re.match(r"^\[\[?\s*([^\]]+?)\s*\]\]?$", line)
+        if h:
+            table = [t.strip() for t in h.group(1).split(".")]
+            key = ".".join(table)
+            counts[key] = counts.get(key, -1) + 1
+            if table == parts:
+                if want_n is None or counts[key] == want_n:
+                    best = best or no
+            continue
+        k = re.match(r"^([A-Za-z0-9_\-]+)\s*=", line)
+        if k and table + [k.group(1)] == parts:
+            key = ".".join(table)
+            if want_n is None or counts.get(key, 0) == want_n:
+                return no
+        if k and len(parts) > len(table) and table + [k.group(1)] == parts[:len(table) + 1]:
+            best = best or no  # inline table holding the field
+    return best
+
+
+class _Checker:
+    def __init__(self, path, text):
+        self.path, self.text = path, text
+
+    def fail(self, field, message):
+        raise ScenarioError(self.path, _line_of(self.text, field), field, message)
+
+    def table(self, data, schema, prefix, fill=True):
+        """Check a table against its schema. fill=False keeps only what was written
+        (behaviour tables, link overrides): absent sub-tables and fields stay absent."""
+        if not isinstance(data, dict):
+            self.fail(prefix, "expected a table")
+        out = {}
+        for key in data:
+            if key not in schema:
+                self.fail(_join(prefix, key), "unknown field (allowed: %s)" % ", ".join(sorted(schema)))
+        for key, spec in schema.items():
+            field = _join(prefix, key)
+            sub_fill = fill and key != "behaviours"
+            if isinstance(spec, dict):
+                if key in data:
+                    out[key] = self.table(data[key], spec, field, sub_fill)
+                elif key == "behaviours":
+                    out[key] = {}   # no behaviour table written: none is on
+                elif fill:
+                    out[key] = self.table({}, spec, field) if _all_default(spec) else None
+            elif spec[0] == "array":
+                items = data.get(key, [])
+                if not isinstance(items, list):
+                    self.fail(field, "expected an array of tables ([[%s]])" % field)
+                out[key] = [self.table(it, spec[1], "%s[%d]" % (field, i), key != "override")
+                            for i, it in enumerate(items)]
+            elif key in data:
+                out[key] = self.value(data[key], spec, field)
+            elif fill:
+                out[key] = self.default(spec, field)
+        return out
+
+    def default(self, spec, field):
+        if spec[1] is REQUIRED:
+            self.fail(field, "missing required field")
+        return spec[1]
+
+    def value(self, v, spec, field):
+        kind, _, lo, hi, choices = spec
+        if kind == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                self.fail(field, "expected a number, got %r" % (v,))
+            v = float(v)
+            if not math.isfinite(v):
+                self.fail(field, "must be finite, got %r" % (v,))
+            self.bounds(v, lo, hi, field)
+        elif kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                self.fail(field, "expected an integer, got %r" % (v,))
+            self.bounds(v, lo, hi, field)
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                self.fail(field, "expected true or false, got %r" % (v,))
+        elif kind == "str":
+            if not isinstance(v, str):
+                self.fail(field, "expected a string, got %r" % (v,))
+            if choices and v not in choices:
+                self.fail(field, "must be one of %s, got %r" % (", ".join(choices), v))
+        elif kind in ("vec3", "floats", "ints"):
+            if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+                self.fail(field, "expected a list of numbers, got %r" % (v,))
+            if kind == "vec3" and len(v) != 3:
+                self.fail(field, "expected 3 numbers, got %d" % len(v))
+            if kind == "ints":
+                if not all(isinstance(x, int) for x in v):
+                    self.fail(field, "expected a list of integers, got %r" % (v,))
+                return list(v)
+            v = [float(x) for x in v]
+            for x in v:
+                self.bounds(x, lo, hi, field)
+        return v
+
+    def bounds(self, v, lo, hi, field):
+        if lo is not None and v < lo:
+            self.fail(field, "must be >= %g, got %g" % (lo, v))
+        if hi is not None and v > hi:
+            self.fail(field, "must be <= %g, got %g" % (hi, v))
+
+
+def _join(prefix, key):
+    return "%s.%s" % (prefix, key) if prefix else key
+
+
+def _all_default(spec):
+    """A table may be omitted when none of its fields is required."""
+    for s in spec.values():
+        if isinstance(s, dict):
+            if not _all_default(s):
+                return False
+        elif s[0] != "array" and s[1] is REQUIRED:
+            return False
+    return True
+
+
+class Scenario:
+    """A validated scenario. `raw` keeps the checked tables; the rest is derived."""
+
+    def __init__(self, raw, path):
+        self.raw = raw
+        self.path = str(path)
+        self.name = raw["name"]
+        sim = raw["simulation"]
+        self.duration = sim["duration"]
+        self.control_rate_hz = sim["control_rate_hz"]
+        self.timestep = sim["timestep"]
+        self.task = sim["task"]
+        self.divergence_m = sim["divergence_m"]
+        rob = raw["robot"]
+        self.n = rob["links"]
+        self.gravity = rob["gravity"]
+        self.links = self._links(rob)
+        self.arm = self._arm(rob, raw["payload"])
+        self.behaviours = [self._behaviours(i) for i in range(self.n)]
+        self.agent_configs = [self._agent_config(i) for i in range(self.n)]
+        self.rmdac = raw["rmdac"]
+        self.knots = raw["trajectory"]["knot"]
+        self.obstacles = raw["obstacle"]
+
+    def _links(self, rob):
+        links = [dict(rob["link"]) for _ in range(self.n)]
+        self._overrides = [{} for _ in range(self.n)]
+        for k, ov in enumerate(rob["override"]):
+            if "links" not in ov:
+                raise ScenarioError(self.path, None, "robot.override[%d].links" % k, "missing required field")
+            for idx in ov["links"]:
+                if not 1 <= idx <= self.n:
+                    raise ScenarioError(self.path, None, "robot.override[%d].links" % k,
+                                        "link %d out of range 1..%d" % (idx, self.n))
+                for key, v in ov.items():
+                    if key == "behaviours":
+                        self._overrides[idx - 1] = _merge(self._overrides[idx - 1], v)
+                    elif key != "links":
+                        links[idx - 1][key] = v
+        return links
+
+    def _arm(self, rob, payload):
+        base = rob["base_position"]
+        return {"links": self.links,
+                "payload": payload if payload["mass"] > 0 else None,
+                "gravity": list(self.gravity),
+                "base": {"pos": list(base), "quat": [1.0, 0.0, 0.0, 0.0]},
+                "link_collisions": rob["link_collisions"]}
+
+    def _behaviours(self, i):
+        """Scenario-wide behaviours merged with the link's overrides (only fields set).
+        A behaviour table that is written anywhere gets its defaults; others stay off."""
+        merged = _merge(self.raw["behaviours"], self._overrides[i])
+        return {name: _merge({k: s[1] for k, s in BEHAVIOURS[name].items()}, fields)
+                for name, fields in merged.items()}
+
+    def _agent_config(self, i):
+        L = self.links[i]
+        beh = self.behaviours[i]
+        out = {}
+        for name, fields in beh.items():
+            if name in ("safety", "gravity"):
+                continue
+            out[name] = {k: v for k, v in fields.items() if v is not None}
+        gravity_on = beh.get("gravity", {}).get("enabled")
+        if gravity_on is None:
+            gravity_on = any(abs(g) > 0 for g in self.gravity)
+        if gravity_on:
+            out["gravity"] = {"g": list(self.gravity)}
+        out.setdefault("brake", {"kq": 2000.0, "kw": 200.0})
+        return {"link": i + 1, "n_links": self.n,
+                "dh": {k: L[k] for k in ("type", "theta", "d", "a", "alpha")},
+                "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
+                "mass": L["mass"], "centroid": list(L["centroid"]),
+                "behaviours": out, "safety": beh.get("safety", {}),
+                "brake_at_start": L["brake_at_start"]}
+
+
+def _merge(a, b):
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in a.items()}
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load(path):
+    """Read and validate a scenario file (TOML, or a thesis NAME.scenario directory)."""
+    path = Path(path)
+    if path.is_dir():
+        from host import thesis_format
+        return thesis_format.load(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ScenarioError(path, None, "file", e.strerror or str(e))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = re.search(r"line (\d+)", str(e))
+        raise ScenarioError(path, line.group(1) if line else None, "syntax", str(e))
+    return from_dict(data, path, text)
+
+
+def from_dict(data, path="<dict>", text=""):
+    chk = _Checker(path, text)
+    sc = Scenario(chk.table(data, SCHEMA, ""), path)
+    _check_semantics(sc, chk)
+    return sc
+
+
+def _check_semantics(sc, chk):
+    for i, L in enumerate(sc.links):
+        if L["q_low"] >= L["q_high"]:
+            chk.fail("robot.link.q_low", "link %d: q_low (%g) must be below q_high (%g)" % (i + 1, L["q_low"], L["q_high"]))
+    last = -1.0
+    for k, kn in enumerate(sc.knots):
+        f = "trajectory.knot[%d].interval" % k
+        if len(kn["interval"]) != 2 or kn["interval"][1] <= kn["interval"][0]:
+            chk.fail(f, "expected [t0, t1] with t1 > t0, got %r" % (kn["interval"],))
+        if kn["interval"][0] < last - 1e-9:
+            chk.fail(f, "knots must be in time order (starts at %g before the previous end %g)" % (kn["interval"][0], last))
+        last = kn["interval"][1]
+        if kn["rotation"] is not None and len(kn["rotation"]) not in (3, 4):
+            chk.fail("trajectory.knot[%d].rotation" % k, "expected roll-pitch-yaw (3) or a quaternion w,x,y,z (4)")
+    if sc.knots and sc.task == "planar":
+        for k, kn in enumerate(sc.knots):
+            if kn["rotation"] is not None:
+                chk.fail("trajectory.knot[%d].rotation" % k, "a planar task takes 'angle', not 'rotation'")
+    if not sc.knots:
+        chk.fail("trajectory.knot", "at least one knot point is needed")
+    for name in ("linear", "rotation"):
+        if sc.rmdac[name] is None:
+            chk.fail("rmdac.%s" % name, "missing table [rmdac.%s] (wp, wv and the integral gains)" % name)
