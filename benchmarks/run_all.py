@@ -1,0 +1,55 @@
+"""`make bench`: speed of the in-process reference run against a bare MuJoCo loop of the
+same model, in one process, so the ratio is the overhead of agents + bus + RMDAC.
+Medians of several repeats (the machine is small and noisy)."""
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from host.run import run_scenario  # noqa: E402
+from host.scenario import load  # noqa: E402
+from sim_host.plant import Plant  # noqa: E402
+
+
+def bare_mujoco(sc):
+    """Same model, same 1 ms RK4 steps, torques held constant: no agents, no bus."""
+    plant = Plant(sc.arm, timestep=sc.timestep)
+    plant.set_torques(np.full(sc.n, 1.0))
+    steps = int(round(sc.duration / sc.timestep))
+    t0 = time.perf_counter()
+    plant.step(steps)
+    return sc.duration / (time.perf_counter() - t0)
+
+
+def inprocess(sc, tmp):
+    summary, _ = run_scenario(sc, tmp, quiet=True, make_plots=False)
+    return summary["realtime_factor"], summary["e_rms_m"]
+
+
+def main(repeats=3):
+    import tempfile
+    sc = load(ROOT / "scenarios" / "reference.toml")
+    bare, full, err = [], [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            bare.append(bare_mujoco(sc))
+            rf, err = inprocess(sc, Path(tmp) / "ref")
+            full.append(rf)
+    b, f = statistics.median(bare), statistics.median(full)
+    print("reference run, %d links, %.0f s simulated, %d repeats (medians)" % (sc.n, sc.duration, repeats))
+    print("  bare MuJoCo loop          realtime_factor %8.1f" % b)
+    print("  in-process agents+bus     realtime_factor %8.1f   (e_rms_m %.4g)" % (f, err))
+    print("  overhead ratio bare/inprocess             %8.2f" % (b / f))
+    for extra in EXTRA:
+        extra()
+
+
+EXTRA = []   # further sections (MicroPython memory, bus budget) append themselves here
+
+if __name__ == "__main__":
+    main()
