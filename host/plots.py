@@ -21,6 +21,26 @@ def knot_indices(t, knot_times):
     return [int(np.argmin(np.abs(t - tk))) for tk in knot_times]
 
 
+def path_plot_3d(d, out, title, knot_times=()):
+    fig = plt.figure(figsize=(7, 6.5))
+    ax = fig.add_subplot(projection="3d")
+    ax.plot(*d["p_d"].T, "k--", lw=1, label="desired")
+    ax.plot(*d["p"].T, "C0", lw=1.2, label="actual")
+    for i in knot_indices(d["t"], knot_times):
+        ax.plot(*d["frames"][i].T, "-o", color="0.6", ms=2, lw=0.8)
+    pts = np.concatenate([d["frames"].reshape(-1, 3), d["p_d"]])
+    c, r = 0.5 * (pts.max(0) + pts.min(0)), 0.5 * (pts.max(0) - pts.min(0)).max()
+    ax.set_xlim(c[0] - r, c[0] + r)
+    ax.set_ylim(c[1] - r, c[1] + r)
+    ax.set_zlim(c[2] - r, c[2] + r)
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_zlabel("z (m)")
+    ax.set_title("%s: end-effector path (grey: arm at knot points)" % title)
+    ax.legend(loc="upper left")
+    return _save(fig, out)
+
+
 def path_plot(d, out, title, knot_times=()):
     fig, ax = plt.subplots(figsize=(6.5, 6))
     ax.plot(d["p_d"][:, 0], d["p_d"][:, 1], "k--", lw=1, label="desired")
@@ -45,7 +65,7 @@ def error_plot(d, out, title):
     a1.set_title("%s: tracking error" % title)
     a1.grid(alpha=0.3, which="both")
     a2.plot(d["t"], d["e_phi"])
-    a2.set_ylabel("orientation error (rad)")
+    a2.set_ylabel("orientation error (rad)\n(planar: about z; 3-D: |2 dq|)", fontsize=8)
     a2.set_xlabel("t (s)")
     a2.grid(alpha=0.3)
     return _save(fig, out)
@@ -105,8 +125,13 @@ def snapshots_plot(d, out, title, knot_times):
     return _save(fig, out)
 
 
-def all_plots(d, out_dir, title, knot_times):
+def all_plots(d, out_dir, title, knot_times, spatial=False):
     out = Path(out_dir)
+    if spatial:
+        return [path_plot_3d(d, out / "path.png", title, knot_times),
+                error_plot(d, out / "error.png", title),
+                torque_plot(d, out / "torques.png", title),
+                behaviour_plot(d, out / "behaviours.png", title)]
     return [path_plot(d, out / "path.png", title, knot_times),
             error_plot(d, out / "error.png", title),
             torque_plot(d, out / "torques.png", title),

@@ -51,7 +51,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     logs.write_run(out_dir, summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
-            plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots])
+            plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
+                            spatial=sc.task == "spatial")
         except Exception as e:  # plots must never lose the run
             (out_dir / "run.log").open("a").write("plotting failed: %r\n" % (e,))
     return summary, out_dir

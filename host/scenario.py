@@ -110,11 +110,18 @@ def _line_of(text, field):
 
 
 class _Checker:
-    def __init__(self, path, text):
-        self.path, self.text = path, text
+    """`sources`: (path, text) of the file and of the files it extends, child first;
+    an error points at the first of them that writes the field."""
+
+    def __init__(self, sources):
+        self.sources = sources
 
     def fail(self, field, message):
-        raise ScenarioError(self.path, _line_of(self.text, field), field, message)
+        for path, text in self.sources:
+            line = _line_of(text, field)
+            if line:
+                raise ScenarioError(path, line, field, message)
+        raise ScenarioError(self.sources[0][0], None, field, message)
 
     def table(self, data, schema, prefix, fill=True):
         """Check a table against its schema. fill=False keeps only what was written
@@ -303,6 +310,13 @@ def load(path):
     if path.is_dir():
         from host import thesis_format
         return thesis_format.load(path)
+    data, sources = _read_toml(path, ())
+    return from_dict(data, path, sources)
+
+
+def _read_toml(path, seen):
+    """TOML data with `extends = "base.toml"` resolved: the base file's tables are merged
+    under this file's (tables merge key by key; values and arrays replace)."""
     try:
         text = path.read_text()
     except OSError as e:
@@ -312,11 +326,23 @@ def load(path):
     except tomllib.TOMLDecodeError as e:
         line = re.search(r"line (\d+)", str(e))
         raise ScenarioError(path, line.group(1) if line else None, "syntax", str(e))
-    return from_dict(data, path, text)
+    sources = [(str(path), text)]
+    base = data.pop("extends", None)
+    if base is None:
+        return data, sources
+    if not isinstance(base, str):
+        raise ScenarioError(path, _line_of(text, "extends"), "extends", "expected a file name")
+    base_path = (path.parent / base).resolve()
+    if base_path in seen or base_path == path.resolve():
+        raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
+    if not base_path.is_file():
+        raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
+    base_data, base_sources = _read_toml(base_path, seen + (path.resolve(),))
+    return _merge(base_data, data), sources + base_sources
 
 
-def from_dict(data, path="<dict>", text=""):
-    chk = _Checker(path, text)
+def from_dict(data, path="<dict>", sources=None):
+    chk = _Checker(sources or [(str(path), "")])
     sc = Scenario(chk.table(data, SCHEMA, ""), path)
     _check_semantics(sc, chk)
     return sc
