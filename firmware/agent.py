@@ -55,7 +55,8 @@ class LinkAgent:
         self.k_jl = _weight(beh, "joint_limit")
         self.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
         br = beh.get("brake", {})
-        self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 200.0)))
+        # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
+        self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
         self.status_every = int(cfg.get("status_every", 12))
         self.safety = safety.Safety(cfg.get("safety", {}))
         if cfg.get("brake_at_start"):

@@ -32,7 +32,7 @@ LINK = {
     "centroid": F("vec3", [0.0, 0.0, 0.0]),
     "q_low": F("float", -math.pi), "q_high": F("float", math.pi), "limited": F("bool", False),
     "u_sat": F("float", 1e6, 0.0), "damping": F("float", 1.0, 0.0), "radius": F("float", 0.1, 0.0),
-    "q0": F("float", 0.0), "brake_at_start": F("bool", False),
+    "q0": F("float", 0.0), "brake_at_start": F("bool", False), "physical_brake": F("bool", True),
 }
 BEHAVIOURS = {
     "proxy": {"weight": F("float", 1.0)},
@@ -42,7 +42,7 @@ BEHAVIOURS = {
     "joint_limit": {"weight": F("float", 1.0), "eta": F("float", 5.0, 0.0), "rho0": F("float", 0.2, 0.0)},
     "rmoa": {"eta": F("float", 100.0, 0.0), "clearance": F("float", 0.75, 0.0)},
     "gravity": {"enabled": F("bool", None)},
-    "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 200.0, 0.0)},
+    "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 40.0, 0.0)},
     "safety": {"watchdog_cycles": F("int", 3, 1), "max_q_step": F("float", 0.5, 0.0),
                "qd_max": F("float", 50.0, 0.0), "stall_u": F("float", 0.0, 0.0),
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
@@ -278,7 +278,7 @@ class Scenario:
             gravity_on = any(abs(g) > 0 for g in self.gravity)
         if gravity_on:
             out["gravity"] = {"g": list(self.gravity)}
-        out.setdefault("brake", {"kq": 2000.0, "kw": 200.0})
+        out.setdefault("brake", {"kq": 2000.0, "kw": 40.0})
         return {"link": i + 1, "n_links": self.n,
                 "dh": {k: L[k] for k in ("type", "theta", "d", "a", "alpha")},
                 "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
