@@ -32,6 +32,12 @@ def pd(q, qd, q_set, kq, kw):
     return kq * (q_set - q) - kw * qd
 
 
+def retraction_setpoint(link, amplitude):
+    """Retraction (7.311, Table 7.14): centering setpoints alternate along the chain,
+    +amplitude at link 1, -amplitude at link 2, ... (a folded 'zig-zag' arm)."""
+    return amplitude if link % 2 == 1 else -amplitude
+
+
 def saturate(u, u_sat):
     """Actuator saturation (6.216)."""
     if u > u_sat:

@@ -10,9 +10,9 @@ import numpy as np  # noqa: E402
 COMPONENTS = ("proxy", "assertions", "local PD", "joint limit", "brake", "other")
 
 
-def _save(fig, path):
+def _save(fig, path, dpi=110):
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 
@@ -41,7 +41,7 @@ def path_plot_3d(d, out, title, knot_times=()):
     return _save(fig, out)
 
 
-def path_plot(d, out, title, knot_times=()):
+def path_plot(d, out, title, knot_times=(), dpi=110):
     fig, ax = plt.subplots(figsize=(6.5, 6))
     ax.plot(d["p_d"][:, 0], d["p_d"][:, 1], "k--", lw=1, label="desired")
     ax.plot(d["p"][:, 0], d["p"][:, 1], "C0", lw=1.2, label="actual")
@@ -54,7 +54,7 @@ def path_plot(d, out, title, knot_times=()):
     ax.set_title("%s: end-effector path (grey: arm at knot points)" % title)
     ax.legend(loc="best")
     ax.grid(alpha=0.3)
-    return _save(fig, out)
+    return _save(fig, out, dpi)
 
 
 def error_plot(d, out, title):
@@ -84,8 +84,9 @@ def torque_plot(d, out, title):
     return _save(fig, out)
 
 
-def behaviour_plot(d, out, title, links=None):
-    """Per-link torque broken down by behaviour (thesis figs 7.42-7.46)."""
+def behaviour_plot(d, out, title, links=None, with_range=False, dpi=110):
+    """Per-link torque broken down by behaviour (thesis figs 7.42-7.46, 7.54-7.58); with
+    with_range, the link's range to the nearest obstacle surface on a right axis (7.67)."""
     n = d["comp"].shape[1]
     links = links or list(range(1, n + 1))
     fig, axes = plt.subplots(len(links), 1, figsize=(8, 1.6 * len(links) + 0.6), sharex=True, squeeze=False)
@@ -96,13 +97,55 @@ def behaviour_plot(d, out, title, links=None):
                 ax.plot(d["t"], c, lw=0.8, label=name)
         ax.set_ylabel("link %d" % i, fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper right")
-    axes[0, 0].set_title("%s: torque by behaviour (N m)" % title)
+        ax.legend(fontsize=6, loc="upper left")
+        rho = d.get("rho")
+        if with_range and rho is not None and np.any(np.isfinite(rho[:, i - 1])):
+            ax2 = ax.twinx()
+            ax2.plot(d["t"], rho[:, i - 1], "k:", lw=0.8)
+            ax2.set_ylabel("range (m)", fontsize=7)
+            ax2.tick_params(labelsize=6)
+    axes[0, 0].set_title("%s: torque by behaviour (N m)%s" % (title, "; dotted: range to surface" if with_range else ""))
     axes[-1, 0].set_xlabel("t (s)")
-    return _save(fig, out)
+    return _save(fig, out, dpi)
 
 
-def snapshots_plot(d, out, title, knot_times):
+def range_plot(d, out, title, dpi=110):
+    """Range from each link's axis to the nearest obstacle surface (blank: beyond the clearance)."""
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    rho = d["rho"]
+    for i in range(rho.shape[1]):
+        if np.any(np.isfinite(rho[:, i])):
+            ax.plot(d["t"], rho[:, i], lw=0.9, label="link %d" % (i + 1))
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("range to surface (m)")
+    ax.set_title("%s: range to the obstacle surface" % title)
+    ax.grid(alpha=0.3)
+    ax.legend(ncol=5, fontsize=7)
+    return _save(fig, out, dpi)
+
+
+def tracking_grid(runs, out, dpi=70):
+    """Tracking error of several runs, one small log panel each."""
+    names = list(runs)
+    cols = 4
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.1 * rows), squeeze=False, sharex=True)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names):
+        d = runs[name]
+        ax.set_visible(True)
+        err = np.linalg.norm(d["p_d"] - d["p"], axis=1)
+        ax.semilogy(d["t"], np.maximum(err, 1e-7), lw=0.6)
+        ax.set_title(name, fontsize=8)
+        ax.set_ylim(1e-6, 1.0)
+        ax.tick_params(labelsize=6)
+        ax.grid(alpha=0.3, which="major")
+    fig.suptitle("|p_d - p_n| (m) against t (s)")
+    return _save(fig, out, dpi)
+
+
+def snapshots_plot(d, out, title, knot_times, dpi=110):
     idx = knot_indices(d["t"], knot_times)
     cols = min(4, max(1, len(idx)))
     rows = (len(idx) + cols - 1) // cols
@@ -122,7 +165,7 @@ def snapshots_plot(d, out, title, knot_times):
         ax.set_title("t = %.1f s" % d["t"][i], fontsize=9)
         ax.tick_params(labelsize=7)
     fig.suptitle("%s: arm at the knot points" % title)
-    return _save(fig, out)
+    return _save(fig, out, dpi)
 
 
 def all_plots(d, out_dir, title, knot_times, spatial=False):
@@ -136,4 +179,5 @@ def all_plots(d, out_dir, title, knot_times, spatial=False):
             error_plot(d, out / "error.png", title),
             torque_plot(d, out / "torques.png", title),
             behaviour_plot(d, out / "behaviours.png", title),
-            snapshots_plot(d, out / "snapshots.png", title, knot_times)]
+            snapshots_plot(d, out / "snapshots.png", title, knot_times)] + (
+        [range_plot(d, out / "range.png", title)] if "rho" in d and np.any(np.isfinite(d["rho"])) else [])

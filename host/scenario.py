@@ -32,17 +32,19 @@ LINK = {
     "centroid": F("vec3", [0.0, 0.0, 0.0]),
     "q_low": F("float", -math.pi), "q_high": F("float", math.pi), "limited": F("bool", False),
     "u_sat": F("float", 1e6, 0.0), "damping": F("float", 1.0, 0.0), "radius": F("float", 0.1, 0.0),
-    "q0": F("float", 0.0), "brake_at_start": F("bool", False),
+    "q0": F("float", 0.0), "brake_at_start": F("bool", False), "physical_brake": F("bool", True),
 }
 BEHAVIOURS = {
     "proxy": {"weight": F("float", 1.0)},
     "assertions": {"weight": F("float", 1.0)},
     "centering": {"weight": F("float", 1.0), "kq": F("float", 100.0, 0.0), "kw": F("float", 20.0, 0.0),
                   "q_c": F("float", None)},
+    "retraction": {"weight": F("float", 1.0), "kq": F("float", 100.0, 0.0), "kw": F("float", 20.0, 0.0),
+                   "amplitude": F("float", 1.570)},
     "joint_limit": {"weight": F("float", 1.0), "eta": F("float", 5.0, 0.0), "rho0": F("float", 0.2, 0.0)},
     "rmoa": {"eta": F("float", 100.0, 0.0), "clearance": F("float", 0.75, 0.0)},
     "gravity": {"enabled": F("bool", None)},
-    "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 200.0, 0.0)},
+    "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 40.0, 0.0)},
     "safety": {"watchdog_cycles": F("int", 3, 1), "max_q_step": F("float", 0.5, 0.0),
                "qd_max": F("float", 50.0, 0.0), "stall_u": F("float", 0.0, 0.0),
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
@@ -56,7 +58,9 @@ GAINS = {"wp": F("float", REQUIRED, 0.0), "wv": F("float", REQUIRED, 0.0),
          "c0": F("float", 0.0), "b0": F("float", 0.0), "a0": F("float", 0.0)}
 KNOT = {"interval": F("floats"), "position": F("vec3"),
         "angle": F("float", None), "rotation": F("floats", None),
-        "type": F("str", "cubic", choices=("cubic", "step"))}
+        "type": F("str", "cubic", choices=("cubic", "step", "spiral")),
+        # spiral knots (thesis 6.3): axis through `center` along `axis`, signed `sweep` (rad)
+        "center": F("vec3", None), "axis": F("vec3", None), "sweep": F("float", None)}
 OBSTACLE = {"name": F("str", "obstacle"), "radius": F("float", REQUIRED, 0.0), "position": F("vec3"),
             "knot": ("array", {"interval": F("floats"), "position": F("vec3"),
                                "type": F("str", "cubic", choices=("cubic", "step"))})}
@@ -285,7 +289,7 @@ class Scenario:
             gravity_on = any(abs(g) > 0 for g in self.gravity)
         if gravity_on:
             out["gravity"] = {"g": list(self.gravity)}
-        out.setdefault("brake", {"kq": 2000.0, "kw": 200.0})
+        out.setdefault("brake", {"kq": 2000.0, "kw": 40.0})
         return {"link": i + 1, "n_links": self.n,
                 "dh": {k: L[k] for k in ("type", "theta", "d", "a", "alpha")},
                 "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
@@ -352,6 +356,10 @@ def _check_semantics(sc, chk):
     for i, L in enumerate(sc.links):
         if L["q_low"] >= L["q_high"]:
             chk.fail("robot.link.q_low", "link %d: q_low (%g) must be below q_high (%g)" % (i + 1, L["q_low"], L["q_high"]))
+    for i, beh in enumerate(sc.behaviours):
+        if "centering" in beh and "retraction" in beh:
+            chk.fail("behaviours.retraction", "link %d: centering and retraction both drive the local PD; "
+                     "choose one (retraction is centering with alternating setpoints)" % (i + 1))
     last = -1.0
     for k, kn in enumerate(sc.knots):
         f = "trajectory.knot[%d].interval" % k
@@ -360,6 +368,20 @@ def _check_semantics(sc, chk):
         if kn["interval"][0] < last - 1e-9:
             chk.fail(f, "knots must be in time order (starts at %g before the previous end %g)" % (kn["interval"][0], last))
         last = kn["interval"][1]
+        if kn["type"] == "spiral" and kn["center"] is None:
+            chk.fail("trajectory.knot[%d].type" % k, "a spiral knot needs 'center' (a point on its axis)")
+        if kn["type"] != "spiral":
+            for key in ("center", "axis", "sweep"):
+                if kn[key] is not None:
+                    chk.fail("trajectory.knot[%d].%s" % (k, key), "only a spiral knot takes '%s'" % key)
+        if kn["axis"] is not None and sum(x * x for x in kn["axis"]) < 1e-12:
+            chk.fail("trajectory.knot[%d].axis" % k, "the axis must not be zero")
+        if kn["type"] == "spiral" and k > 0:
+            from host.trajectory import Spiral
+            try:
+                Spiral(sc.knots[k - 1]["position"], kn["position"], kn)
+            except ValueError as e:
+                chk.fail("trajectory.knot[%d].sweep" % k, str(e))
         if kn["rotation"] is not None and len(kn["rotation"]) not in (3, 4):
             chk.fail("trajectory.knot[%d].rotation" % k, "expected roll-pitch-yaw (3) or a quaternion w,x,y,z (4)")
     if sc.knots and sc.task == "planar":

@@ -2,7 +2,8 @@
 
 A knot moves from the previous pose to its target over `interval = [t0, t1]` on a
 cubic blend s(tau) = 3 tau^2 - 2 tau^3 (straight line, parabolic velocity profile), or
-jumps at t0 (`type = "step"`). Orientation turns about the fixed axis of the rotation
+jumps at t0 (`type = "step"`), or winds about an axis (`type = "spiral"`: radius, angle
+about the axis and height along it all on the same parabolic-velocity blend, thesis 6.3). Orientation turns about the fixed axis of the rotation
 between the two knot orientations (the thesis's interpolation); planar tasks carry the
 angle about z directly so multi-turn angles survive.
 """
@@ -100,7 +101,9 @@ class Trajectory:
             if planar:
                 rel = np.array([0.0, 0.0, a1 - a0])
             t0, t1 = kn["interval"]
-            self.segments.append((t0, t1, kn.get("type", "cubic"), p0, p1 - p0, q0, rel, a0, a1 - a0))
+            kind = kn.get("type", "cubic")
+            dp = Spiral(p0, p1, kn) if kind == "spiral" else p1 - p0
+            self.segments.append((t0, t1, kind, p0, dp, q0, rel, a0, a1 - a0))
             p0, q0, a0 = p1, q1, a1
         self.end = self.segments[-1][1] if self.segments else 0.0
 
@@ -114,9 +117,12 @@ class Trajectory:
         t0, t1, kind, p0, dp, q0, rel, a0, da = seg
         s, sd, sdd = blend(t, t0, t1, kind)
         out = Sample()
-        out.p = p0 + s * dp
-        out.v = sd * dp
-        out.a = sdd * dp
+        if kind == "spiral":
+            out.p, out.v, out.a = dp.at(s, sd, sdd)
+        else:
+            out.p = p0 + s * dp
+            out.v = sd * dp
+            out.a = sdd * dp
         out.quat = qmul(qexp(s * rel), q0)
         out.w = sd * rel
         out.wd = sdd * rel
@@ -132,3 +138,45 @@ def _knot_quat(kn, q_prev):
         return quat_from_rpy(*r)
     q = np.asarray(r, float)
     return q / np.linalg.norm(q)
+
+
+class Spiral:
+    """Spiral segment (thesis 6.3, figs 6.32-6.33): about the axis through `center` along
+    `axis` (default z), the radius, the angle about the axis and the height along it all
+    move from the start point to the end point on the segment's blend s, so radius and
+    angular displacement have parabolic velocity profiles. `sweep` is the signed angle
+    (rad, right-handed about the axis) swept; the end point's angle must agree with it
+    modulo 2 pi. Without `sweep` the shorter way round is taken."""
+
+    def __init__(self, p0, p1, kn):
+        c = np.asarray(kn["center"], float)
+        k = np.asarray(kn.get("axis") or (0.0, 0.0, 1.0), float)
+        k = k / np.linalg.norm(k)
+        v0, v1 = np.asarray(p0, float) - c, np.asarray(p1, float) - c
+        h0, h1 = float(v0 @ k), float(v1 @ k)
+        r0v, r1v = v0 - h0 * k, v1 - h1 * k
+        r0, r1 = float(np.linalg.norm(r0v)), float(np.linalg.norm(r1v))
+        if r0 < 1e-9:
+            raise ValueError("spiral: the start point %s lies on the axis" % (list(p0),))
+        e1 = r0v / r0
+        e2 = np.cross(k, e1)
+        th1 = math.atan2(float(r1v @ e2), float(r1v @ e1))
+        sweep = kn.get("sweep")
+        if sweep is None:
+            sweep = th1
+        elif r1 > 1e-9 and abs(math.remainder(sweep - th1, 2 * math.pi)) > 1e-6:
+            raise ValueError("spiral: sweep %.6g rad does not end at %s (angle there %.6g rad mod 2 pi)"
+                             % (sweep, list(p1), th1))
+        self.c, self.k, self.e1, self.e2 = c, k, e1, e2
+        self.h0, self.dh, self.r0, self.dr, self.sweep = h0, h1 - h0, r0, r1 - r0, float(sweep)
+
+    def at(self, s, sd, sdd):
+        """(p, v, a) at blend value s with derivatives sd, sdd (chain rule)."""
+        th = s * self.sweep
+        r = self.r0 + s * self.dr
+        u = math.cos(th) * self.e1 + math.sin(th) * self.e2
+        w = -math.sin(th) * self.e1 + math.cos(th) * self.e2
+        p = self.c + (self.h0 + s * self.dh) * self.k + r * u
+        dps = self.dh * self.k + self.dr * u + r * self.sweep * w
+        ddps = 2.0 * self.dr * self.sweep * w - r * self.sweep ** 2 * u
+        return p, dps * sd, ddps * sd * sd + dps * sdd

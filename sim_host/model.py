@@ -184,6 +184,14 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
             w('    <exclude body1="link%d" body2="link%d"/>' % (i, i + 1))
         w('  </contact>')
 
+    # physical holding brakes (fail-safe, DESIGN 5): one joint equality per joint,
+    # inactive until Plant.set_brake engages it at the joint's current angle
+    w('  <equality>')
+    for i in range(1, n + 1):
+        w('    <joint name="brake%d" joint1="q%d" polycoef="0 0 0 0 0" active="false"'
+          ' solref="0.005 1"/>' % (i, i))
+    w('  </equality>')
+
     w('  <actuator>')
     for i, L in enumerate(links, start=1):
         u = _u_sat(L)

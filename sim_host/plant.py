@@ -74,6 +74,8 @@ class Plant:
             gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "link%d_geom" % i)
             self._geom_link[gid] = i
 
+        self._brake_ids = np.array([mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, "brake%d" % i)
+                                    for i in range(1, n + 1)])
         self.reset()
 
     # ------------------------------------------------------------------ setup
@@ -102,6 +104,8 @@ class Plant:
         d.qpos[:] = q
         d.qvel[:] = qd
         d.ctrl[:] = 0.0
+        self.braked = np.zeros(self.n, dtype=bool)
+        d.eq_active[self._brake_ids] = 0
         self._obs_c = self._obs_init.copy()
         for k, mid in enumerate(self._mocap_ids):
             d.mocap_pos[mid] = self._obs_c[k]
@@ -124,6 +128,20 @@ class Plant:
         u = np.clip(u, -self.u_sat, self.u_sat)
         self.data.ctrl[:] = u
         return u
+
+    def set_brake(self, i, on):
+        """Engage (lock at the current angle) or release the holding brake of joint i
+        (0-based): a stiff MuJoCo joint equality, so the reaction on the rest of the chain
+        is physical (a clamp of qpos would not conserve momentum)."""
+        on = bool(on)
+        if on == self.braked[i]:
+            return
+        eid = self._brake_ids[i]
+        if on:
+            self.model.eq_data[eid, :5] = 0.0
+            self.model.eq_data[eid, 0] = self.data.qpos[i]
+        self.data.eq_active[eid] = 1 if on else 0
+        self.braked[i] = on
 
     def torques(self):
         """The torques currently held (after clipping)."""

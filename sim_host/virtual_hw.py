@@ -5,6 +5,8 @@ import math
 
 from bus_protocol import messages as m
 
+BRAKED = 2   # firmware.safety.BRAKED (TORQUE.state); sim_host does not import firmware
+
 
 class VirtualHardware:
     def __init__(self, plant, max_range=math.inf):
@@ -30,6 +32,12 @@ class VirtualHardware:
             self.seq = (self.seq + 1) & 0xFFFF
         return out
 
-    def apply(self, torques):
-        """Motor drivers: hold these torques until the next call (zero-order hold)."""
+    def apply(self, torques, states=None):
+        """Motor drivers: hold these torques until the next call (zero-order hold).
+        With the agents' reported states, a joint whose link has a physical brake
+        (link field `physical_brake`) is locked while its agent reports BRAKED."""
         self.plant.set_torques(torques)
+        if states is not None:
+            for i, L in enumerate(self.plant.links):
+                if L.get("physical_brake", False):
+                    self.plant.set_brake(i, int(states[i]) == BRAKED)

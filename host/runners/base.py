@@ -71,7 +71,7 @@ class ControlLoop:
                 if not gp.complete:
                     self.missed_cycles += 1   # late torque: the previous one is held
                 self.record(k, t)
-                self.hw.apply(gp.torques)
+                self.hw.apply(gp.torques, gp.states)
                 if j + 1 < len(steps):
                     plant.step(steps[j + 1][1] - s)
                 if progress:

@@ -1,0 +1,68 @@
+"""Short thesis runs (obstacle avoidance, fail-safe) and the experiments command."""
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from host.run import run_scenario
+from host.scenario import from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+THESIS = ROOT / "scenarios" / "thesis"
+
+
+def _short(name, duration, **changes):
+    data = tomllib.loads((THESIS / name).read_text())
+    data["simulation"]["duration"] = duration
+    for k, v in changes.items():
+        data[k] = v
+    return from_dict(data, THESIS / name)
+
+
+def test_short_obstacle_run_avoids_the_sphere(tmp_path):
+    # the sphere sits 0.7 m beside the straight start pose: RMOA acts from the first tick
+    sc = _short("obstacle.toml", 3.0, obstacle=[{"name": "ball", "radius": 0.125, "position": [3.4, 0.7, 0.0]}])
+    s, out = run_scenario(sc, tmp_path / "ob", quiet=True, make_plots=False)
+    assert s["status"] == "ok" and s["collisions"] == 0, s
+    d = np.load(out / "timeseries.npz")
+    assert np.abs(d["comp"][:, :, 1]).max() > 1.0          # avoidance torques were applied
+    assert np.nanmin(d["rho"][:, :9]) > 0.1                  # axis never within a link radius
+    assert s["e_rms_m"] < 0.05
+
+
+def test_short_failsafe_run_holds_link_9(tmp_path):
+    sc = _short("failsafe-link9.toml", 3.0)
+    s, out = run_scenario(sc, tmp_path / "fs", quiet=True, make_plots=False)
+    assert s["status"] == "ok", s
+    d = np.load(out / "timeseries.npz")
+    assert np.all(d["state"][:, 8] == 2) and np.all(d["state"][:, 7] == 1)
+    assert np.abs(d["q"][:, 8]).max() < 5e-3
+    assert np.all(d["comp"][:, 8, 0] == 0)                  # no tracking proxy on the braked link
+    assert s["agents"][8]["faults"] == 1
+
+
+def test_experiments_command_two_rows_in_parallel(tmp_path):
+    from host import experiments
+    scen = tmp_path / "scen"
+    scen.mkdir()
+    for name in ("failsafe-link9.toml", "centering-100.toml"):
+        text = (THESIS / name).read_text().replace("duration = 40.0", "duration = 2.0")
+        (scen / name).write_text(text)
+    results, report = experiments.run(["failsafe-link9", "centering-100"], jobs=2, out_dir=tmp_path / "exp",
+                                      progress=False, scenario_dir=scen)
+    assert set(results) == {"failsafe-link9", "centering-100"}
+    assert all(s["status"] == "ok" for s in results.values())
+    text = report.read_text()
+    assert "| [failsafe-link9](runs/failsafe-link9/) | Table 7.12 |" in text and "3.285e-03" in text
+    assert "not run" in text                                  # the other rows are listed too
+    assert (tmp_path / "exp" / "figures" / "tracking.png").exists()
+    assert json.loads((tmp_path / "exp" / "runs" / "centering-100" / "summary.json").read_text())["status"] == "ok"
+
+
+def test_animate_writes_a_gif(tmp_path):
+    from host.animate import animate
+    sc = _short("obstacle.toml", 1.0)
+    _, out = run_scenario(sc, tmp_path / "a", quiet=True, make_plots=False)
+    gif = animate(out, every=0.2)
+    assert gif.exists() and gif.read_bytes()[:3] == b"GIF"
