@@ -49,3 +49,16 @@ def test_same_torques_on_chain_can_canfd_and_both_interpreters(outputs):
     for mode in t_mp:
         assert t_mp[mode] == pytest.approx(t_cp[mode], rel=1e-12)
         assert t_mp[mode] == pytest.approx(t_mp["chain"], rel=1e-12)
+
+
+def test_hardware_docs_name_the_board_modules():
+    import csv
+    readme = (REPO / "hardware" / "README.md").read_text()
+    for name, mod in (("rp2-uart", "firmware.hal.rp2_uart"), ("stm32-can", "firmware.hal.stm32_can")):
+        assert name in readme and mod in readme
+        assert (REPO / (mod.replace(".", "/") + ".py")).exists()
+    for doc in ("rp2040-uart-node.md", "stm32-can-node.md", "hil-rig.md"):
+        assert (REPO / "hardware" / doc).exists()
+    rows = list(csv.reader(open(REPO / "hardware" / "bom.csv")))
+    assert rows[0][:5] == ["scope", "item", "part_number", "supplier_example", "qty"]
+    assert all(len(r) == len(rows[0]) for r in rows)

@@ -27,7 +27,7 @@
 #                 pin names as pyb.Pin accepts ("X1", "Y1", "PA0", ...)
 #   encoder      {timer (2), af_ch (1,2)}: timer in ENC_AB mode = hardware x4 decoder,
 #                 16-bit counter unwrapped in software (read at least every 32767 counts)
-#   bridge       {mode "pwm_dir" | "in1_in2", timer (3), ch (1) / ch2 (2), freq (20000),
+#   bridge       {mode "pwm_dir" | "in1_in2", timer (8; Pyboard TIM3 is reserved), ch (1) / ch2 (2), freq (20000),
 #                 brake_release_level (1), enable_level (1)}
 #   isense       {v_per_a, offset_v, vref (3.3), bits (12)}
 #   i2c          {id (1), freq (400000)}  for the range sensors (Pyboard I2C1 = X9/X10)
@@ -192,7 +192,7 @@ class Stm32JointHAL(JointCore):
         self._count = 0
         # motor: timer PWM channels
         self.mode = br.get("mode", "pwm_dir")
-        self._ptim = pyb.Timer(int(br.get("timer", 3)), freq=int(br.get("freq", 20000)))
+        self._ptim = pyb.Timer(int(br.get("timer", 8)), freq=int(br.get("freq", 20000)))
         self._period = self._ptim.period() + 1
         self._ch = self._ptim.channel(int(br.get("ch", 1)), pyb.Timer.PWM,
                                       pin=pyb.Pin(pins["in1" if self.mode == "in1_in2" else "pwm"]),
