@@ -314,11 +314,11 @@ def load(path):
     if path.is_dir():
         from host import thesis_format
         return thesis_format.load(path)
-    data, sources = _read_toml(path, ())
+    data, sources = read_toml(path)
     return from_dict(data, path, sources)
 
 
-def _read_toml(path, seen):
+def read_toml(path, seen=()):
     """TOML data with `extends = "base.toml"` resolved: the base file's tables are merged
     under this file's (tables merge key by key; values and arrays replace)."""
     try:
@@ -341,7 +341,7 @@ def _read_toml(path, seen):
         raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
     if not base_path.is_file():
         raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
-    base_data, base_sources = _read_toml(base_path, seen + (path.resolve(),))
+    base_data, base_sources = read_toml(base_path, seen + (path.resolve(),))
     return _merge(base_data, data), sources + base_sources
 
 

@@ -1,23 +1,22 @@
 """Short thesis runs (obstacle avoidance, fail-safe) and the experiments command."""
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from host.run import run_scenario
-from host.scenario import from_dict
+from host.scenario import from_dict, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS = ROOT / "scenarios" / "thesis"
 
 
 def _short(name, duration, **changes):
-    data = tomllib.loads((THESIS / name).read_text())
+    data, sources = read_toml(THESIS / name)
     data["simulation"]["duration"] = duration
     for k, v in changes.items():
         data[k] = v
-    return from_dict(data, THESIS / name)
+    return from_dict(data, THESIS / name, sources)
 
 
 def test_short_obstacle_run_avoids_the_sphere(tmp_path):
@@ -47,8 +46,7 @@ def test_experiments_command_two_rows_in_parallel(tmp_path):
     scen = tmp_path / "scen"
     scen.mkdir()
     for name in ("failsafe-link9.toml", "centering-100.toml"):
-        text = (THESIS / name).read_text().replace("duration = 40.0", "duration = 2.0")
-        (scen / name).write_text(text)
+        (scen / name).write_text('extends = "%s"\n[simulation]\nduration = 2.0\n' % (THESIS / name))
     results, report = experiments.run(["failsafe-link9", "centering-100"], jobs=2, out_dir=tmp_path / "exp",
                                       progress=False, scenario_dir=scen)
     assert set(results) == {"failsafe-link9", "centering-100"}
