@@ -24,7 +24,7 @@ def main(argv=None):
     r = sub.add_parser("run", help="run a scenario and write summary.json, the time series and plots")
     r.add_argument("scenario", help="scenario TOML file (or a thesis NAME.scenario directory)")
     r.add_argument("--out", help="output directory (default runs/<scenario name>)")
-    r.add_argument("--mode", choices=("inprocess", "processes"), default="inprocess")
+    r.add_argument("--mode", choices=("inprocess", "processes", "hil"), default="inprocess")
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes)")

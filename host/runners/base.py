@@ -40,6 +40,8 @@ class ControlLoop:
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
         self.missed_cycles = 0
+        self.deadline = None      # wall clock: perf_counter() time by which this tick's torques are due
+        self.late_start = 0       # wall clock: ticks the host itself opened after their deadline
         self.status = "ok"
         self.reason = ""
         self.traceback = ""
@@ -60,9 +62,20 @@ class ControlLoop:
         sc, plant, gp = self.sc, self.plant, self.gp
         wall0 = time.perf_counter()
         steps = list(self.tick_steps())
+        wall = self.clock == "wall"
         try:
             for j, (k, s) in enumerate(steps):
                 t = s * sc.timestep
+                if wall:   # real time: tick k opens at t, its torques are due at the next tick
+                    if j == 0:
+                        wall0 = time.perf_counter()
+                    t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
+                    self.deadline = wall0 + t_next
+                    lag = wall0 + t - time.perf_counter()
+                    if lag > 0:
+                        time.sleep(lag)
+                    elif -lag > t_next - t:
+                        self.late_start += 1
                 for i, path in enumerate(self.paths):
                     if path is not None:
                         plant.set_obstacle_position(i, path.sample(t).p)
