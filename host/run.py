@@ -50,6 +50,14 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["bus"] = getattr(loop, "bus_kind", opts.get("bus"))
         summary["baud"] = opts.get("baud", 0)
         summary["late_host_ticks"] = loop.late_start
+        ct = getattr(loop, "cycle_times", None)
+        if ct:
+            a = np.sort(np.array(ct)) * 1e3
+            summary["bus_cycle_ms"] = {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+                                       "max": float(a[-1])}
+        sl = getattr(loop, "slack", None)
+        if sl:
+            summary["tick_budget_ms"] = {"p50": float(np.percentile(sl, 50)) * 1e3, "min": float(min(sl)) * 1e3}
         summary["nodes"] = [{"link": src, "state": v[1], "faults": v[2], "bad_frames": v[3], "cycle_us": v[4]}
                             for src, v in sorted(loop.gp.status.items())]
     log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]

@@ -93,8 +93,12 @@ class StreamPort(_Paced):
 
 
 def open_pty(path, baud=0):
-    if path == "stdin":       # pty master handed over by the parent (non-blocking)
+    """A byte port by path, or an inherited descriptor: "stdin" (fd 0) / "stdout" (fd 1),
+    which the parent has already made raw and non-blocking."""
+    if path == "stdin":
         return StreamPort(sys.stdin.buffer, baud)
+    if path == "stdout":
+        return StreamPort(sys.stdout.buffer, baud)
     f = open(path, "r+b")
     if termios is not None:
         fd = f.fileno()

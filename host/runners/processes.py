@@ -14,9 +14,11 @@ import os
 import pty
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import tty
 from pathlib import Path
@@ -39,6 +41,11 @@ def micropython_path():
 
 
 def _die_with_parent():
+    if os.environ.get("LINKTEAM_RT"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(os.environ["LINKTEAM_RT"])))
+        except (OSError, AttributeError):
+            pass
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
@@ -60,7 +67,8 @@ def _sigterm(signum, frame):
 class Cluster:
     """N link processes on an emulated bus, plus the host's transport to that bus."""
 
-    def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000):
+    def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
+                 wire="pty", entry="from firmware import main\nmain.run(%r)\n", extra_path=None):
         self.sc, self.bus, self.baud = sc, bus, baud
         self.n = sc.n
         self.procs = []
@@ -72,6 +80,9 @@ class Cluster:
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="linkteam-procs-"))
         self.logs = []
         self.ready_lines = []
+        self.wire = wire                # uart wires: "pty" pairs or "socket" (AF_UNIX socketpairs)
+        self.entry = entry              # code run by each process, %r = its config path
+        self.extra_path = extra_path    # another directory for sys.path (benchmarks)
 
     # ---- lifecycle ------------------------------------------------------------
     def __enter__(self):
@@ -96,24 +107,36 @@ class Cluster:
         n = self.n
         cfgs = [dict(c) for c in self.sc.agent_configs]
         stdins = [subprocess.DEVNULL] * n
+        stdouts = [None] * n
         if self.bus == "uart":
-            masters, slaves = [], []
+            # wire i joins node i (host for i = 0) to node i+1: the node's fd 0 is its up
+            # end, fd 1 its down end (inherited, already raw and non-blocking).
+            ups, downs = [], []
             for i in range(n):
-                mfd, sfd = pty.openpty()
-                tty.setraw(sfd)
-                os.set_blocking(mfd, False)
-                masters.append(mfd)
-                slaves.append(sfd)
-                self.fds += [mfd, sfd]
+                if self.wire == "pty":
+                    a, b = pty.openpty()       # a: master (down side), b: slave (up side)
+                    tty.setraw(b)
+                    attrs = termios.tcgetattr(b)
+                    attrs[6][termios.VMIN] = 0
+                    attrs[6][termios.VTIME] = 0
+                    termios.tcsetattr(b, termios.TCSANOW, attrs)
+                else:
+                    sa, sb = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                    a, b = sa.detach(), sb.detach()
+                os.set_blocking(a, False)
+                os.set_blocking(b, False)
+                downs.append(a)
+                ups.append(b)
+                self.fds += [a, b]
             for i in range(n):
                 cfgs[i]["board"] = "unix-pty"
-                cfgs[i]["bus"] = {"up": os.ttyname(slaves[i]), "down": "stdin" if i + 1 < n else None,
+                cfgs[i]["bus"] = {"up": "stdin", "down": "stdout" if i + 1 < n else None,
                                   "baud": self.baud}
-                if i + 1 < n:
-                    stdins[i] = masters[i + 1]
+                stdins[i] = ups[i]
+                stdouts[i] = downs[i + 1] if i + 1 < n else None
             from host.transports.stream import FdStreamTransport
-            self.transport = FdStreamTransport(masters[0], baud=self.baud)
-            self.fds.remove(masters[0])
+            self.transport = FdStreamTransport(downs[0], baud=self.baud)
+            self.fds.remove(downs[0])
         elif self.bus == "can":
             from host.transports.udp import UdpTransport, free_base_port
             base = free_base_port(n)
@@ -129,8 +152,11 @@ class Cluster:
             path.write_text(json.dumps(cfgs[i]))
             log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
             self.logs.append(log)
-            code = "import sys\nsys.path.insert(0, %r)\nfrom firmware import main\nmain.run(%r)\n" % (str(ROOT), str(path))
-            p = subprocess.Popen([mp, "-c", code], stdin=stdins[i], stdout=log, stderr=subprocess.STDOUT,
+            code = "import sys\nsys.path.insert(0, %r)\n" % str(ROOT)
+            if self.extra_path:
+                code += "sys.path.insert(0, %r)\n" % str(self.extra_path)
+            code += self.entry % str(path)
+            p = subprocess.Popen([mp, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
                                  cwd=str(ROOT), start_new_session=True, preexec_fn=_die_with_parent)
             self.procs.append(p)
         self.wait_ready()
@@ -221,11 +247,19 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
     gp = loop.gp
     from time import perf_counter
 
+    times = loop.cycle_times = []
+
     def exchange(frames, k):
+        t0 = perf_counter()
         transport.send_batch(frames)
         deadline = None if lockstep else loop.deadline
-        limit = perf_counter() + timeout
-        while not gp.complete:
+        limit = t0 + timeout
+        if deadline is not None:
+            loop.slack.append(deadline - t0)
+        while True:
+            if gp.complete:
+                times.append(perf_counter() - t0)
+                return
             now = perf_counter()
             if deadline is not None:
                 if now >= deadline:
@@ -244,6 +278,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
             if f is None or len(f) < 3 or f[2] != m.HOST:
                 continue
             transport.send_batch(gp.on_frame(f))
+    loop.slack = []
     return exchange
 
 
