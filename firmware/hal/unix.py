@@ -216,9 +216,9 @@ class UnixBoard:
             for p in self.ports:
                 p.flush()
         for fd, e in ev:
-            if e & (select.POLLHUP | select.POLLERR):
-                for p in self.ports:
-                    if p.fileno() == fd:
+            if e & select.POLLHUP:   # a stream's far end closed (UDP has no such thing;
+                for p in self.ports:  # its POLLERR, an ICMP unreachable, clears on recv)
+                    if p.fileno() == fd and isinstance(p, StreamPort):
                         p.hup = True
         return bool(ev)
 

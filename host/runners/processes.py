@@ -291,11 +291,11 @@ def drain(loop, transport, seconds=0.05):
             loop.gp.on_frame(f)
 
 
-def run(loop, progress=None, bus="uart", baud=0, lockstep=False, **_):
+def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", **_):
     loop.clock = "synthetic" if lockstep else "wall"
     loop.bus_kind = bus
     try:
-        cluster = Cluster(loop.sc, bus=bus, baud=baud).__enter__()
+        cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire).__enter__()
     except (Aborted, RuntimeError) as e:
         loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
         return loop.status
