@@ -40,6 +40,7 @@ def cmd_boards(a):
     for p in ports:
         try:
             i = flash.board_info(p)
+            flash.soft_reset_to_main(p)   # the REPL query stopped main.py: boot it again
             print("%-24s %-10s %-8s %-5s %-10s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"]))
         except Exception as e:
             print("%-24s (no answer: %s)" % (p, str(e).splitlines()[0]))
@@ -57,6 +58,7 @@ def cmd_config(a):
             print(text)
     else:
         flash.restore_config(a.port, json.load(open(a.file)))
+    flash.soft_reset_to_main(a.port)   # back to the link agent (the REPL stopped it)
     return 0
 
 

@@ -209,8 +209,13 @@ class UnixBoard:
             d = p.due_in_us()
             if d >= 0 and (due < 0 or d < due):
                 due = d
+        if 0 <= due < 2000:      # poll() counts in ms: sleep the last stretch exactly
+            time.sleep_us(due)
+            for p in self.ports:
+                p.flush()
+            return True
         if due >= 0:
-            ms = min(ms, (due + 999) // 1000)
+            ms = min(ms, due // 1000 - 1)
         ev = self._poll.poll(ms)
         if due >= 0:
             for p in self.ports:

@@ -155,7 +155,10 @@ class Cluster:
             code = "import sys\nsys.path.insert(0, %r)\n" % str(ROOT)
             if self.extra_path:
                 code += "sys.path.insert(0, %r)\n" % str(self.extra_path)
-            code += self.entry % str(path)
+            body = (self.entry % str(path)).rstrip("\n").replace("\n", "\n    ")
+            # the unix port prints tracebacks on stdout, which may be the down wire here
+            code += ("try:\n    %s\nexcept BaseException as e:\n"
+                     "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
             p = subprocess.Popen([mp, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
                                  cwd=str(ROOT), start_new_session=True, preexec_fn=_die_with_parent)
             self.procs.append(p)
