@@ -110,4 +110,5 @@ def main(cycles=300):
     print("torque", agent.u, "bad", agent.decoder.bad)
 
 
-main()
+if __name__ == '__main__':
+    main()

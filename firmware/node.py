@@ -30,6 +30,37 @@ def cobs_peek(data, i, j, k):
     return None
 
 
+def cobs_decode_into(mv, i, j, out):
+    """COBS-decode mv[i:j] (a memoryview) into the preallocated bytearray `out`;
+    -> length, or -1 if malformed or too long. No allocation but small views."""
+    o = 0
+    cap = len(out)
+    while i < j:
+        code = mv[i]
+        if code == 0:
+            return -1
+        i += 1
+        end = i + code - 1
+        if end > j:
+            return -1
+        k = end - i
+        if o + k > cap:
+            return -1
+        if k:
+            out[o:o + k] = mv[i:end]
+            o += k
+        i = end
+        if code < 0xFF and i < j:
+            if o >= cap:
+                return -1
+            out[o] = 0
+            o += 1
+    return o
+
+
+_POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
+
+
 class ChainNode:
     """UART daisy chain (DESIGN 1): `up` leads toward the base and the host, `down` toward
     the tip (None on the last link). Routing by destination address:
@@ -50,7 +81,8 @@ class ChainNode:
         self._carry = [b"", b""]      # partial COBS run per port (up, down)
         self._tx_up = bytearray()     # bytes queued per port, written once per poll round
         self._tx_down = bytearray()
-        self._mine = []
+        self._mine = []               # (buffer, length) of this round's own frames
+        self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
         self._batch = False
         self.forwarded = 0
         self.dropped = 0
@@ -89,6 +121,7 @@ class ChainNode:
         i = 0
         k = 0
         link = self.link
+        mv = memoryview(data)
         while True:
             j = data.find(b"\x00", i)
             if j < 0:
@@ -104,11 +137,13 @@ class ChainNode:
                         self.forwarded += 1
                         self._route(dst, data[i:j + 1], port)
                     if dst == link or dst == m.BROADCAST:
-                        f = framing.cobs_decode(data[i:j])
-                        if f is None:
+                        mine = self._mine
+                        buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
+                        nf = cobs_decode_into(mv, i, j, buf)
+                        if nf < 0:
                             self.agent.decoder.bad += 1
                         else:
-                            self._mine.append(f)
+                            mine.append((buf, nf))
             i = j + 1
         if len(data) - i > _MAX_WIRE:    # no delimiter in sight: resync at the next 0x00
             self.dropped += 1
@@ -128,7 +163,7 @@ class ChainNode:
             self.flush()                 # passing traffic first
             mine = self._mine
             for f in mine:
-                self.agent.receive(f)
+                self.agent.receive(f[0], f[1])
             del mine[:]
             self.flush()
         self._batch = False

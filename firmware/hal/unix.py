@@ -209,8 +209,10 @@ class UnixBoard:
             d = p.due_in_us()
             if d >= 0 and (due < 0 or d < due):
                 due = d
-        if 0 <= due < 2000:      # poll() counts in ms: sleep the last stretch exactly
-            time.sleep_us(due)
+        if 0 <= due < 2000:      # poll() counts in ms: sleep the last stretch in short
+            if self._poll.poll(0):  # naps, looking at the input between them
+                return True
+            time.sleep_us(min(due, 250))
             for p in self.ports:
                 p.flush()
             return True

@@ -10,7 +10,7 @@ import time
 
 from bus_protocol import messages as m
 from host.runners.base import Aborted
-from host.runners.processes import drain, make_exchange
+from host.runners.processes import drain, make_exchange, no_host_gc
 from host.transports import open_transport
 
 
@@ -68,7 +68,8 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, **_):
         tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
-        loop.run(make_exchange(loop, tr, lockstep), progress)
+        with no_host_gc():
+            loop.run(make_exchange(loop, tr, lockstep), progress)
         drain(loop, tr)
     finally:
         tr.close()

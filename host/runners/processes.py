@@ -285,6 +285,25 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
     return exchange
 
 
+class no_host_gc:
+    """The host's cyclic garbage collector off during a wall-clock run: its pauses grow
+    with the recorded time series and would land inside control periods. (Reference
+    counting still frees everything the loop allocates; nothing in it makes cycles.)"""
+
+    def __enter__(self):
+        import gc
+        self.was = gc.isenabled()
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+        gc.unfreeze()
+        if self.was:
+            gc.enable()
+
+
 def drain(loop, transport, seconds=0.05):
     """Collect trailing STATUS/LOG frames after the last tick."""
     end = time.perf_counter() + seconds
@@ -305,7 +324,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", **_
     try:
         loop.node_ready = cluster.ready_lines
         exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check)
-        loop.run(exchange, progress)
+        with no_host_gc():
+            loop.run(exchange, progress)
         if loop.status == "ok":
             drain(loop, cluster.transport)
         loop.node_logs = cluster.tail()
