@@ -50,7 +50,7 @@ def test_processes_mode_tracks_like_inprocess(bus, inprocess_ref, tmp_path):
     assert abs(s["e_rms_m"] - inprocess_ref["e_rms_m"]) <= 0.2 * inprocess_ref["e_rms_m"]
     ticks = int(SECONDS * 120)
     # wall clock on a shared 2-core machine: a late cycle is possible, many are a bug
-    assert s["missed_cycles"] <= 0.02 * ticks, s["missed_cycles"]
+    assert s["missed_cycles"] <= 0.05 * ticks, s["missed_cycles"]
     assert 0.9 < s["realtime_factor"] < 1.1
     assert "ready: link 10" in (out / "run.log").read_text()
 
