@@ -81,7 +81,8 @@ class ControlLoop:
                         plant.set_obstacle_position(i, path.sample(t).p)
                 frames = self.hw.sense_frames(k) + gp.begin(k, t)
                 exchange(frames, k)
-                if not gp.complete:
+                self.late = not gp.complete
+                if self.late:
                     self.missed_cycles += 1   # late torque: the previous one is held
                 self.record(k, t)
                 self.hw.apply(gp.torques)
@@ -119,7 +120,7 @@ class ControlLoop:
         rho = np.array([np.nan if r is None else r[2] for r in ranges])
         self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
                      comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
-                     contacts=len(plant.contacts()))
+                     contacts=len(plant.contacts()), late=float(getattr(self, "late", False)))
         if np.linalg.norm(e_p) > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
                           % (np.linalg.norm(e_p), self.sc.divergence_m, t))
