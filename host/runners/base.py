@@ -66,7 +66,11 @@ class ControlLoop:
         try:
             for j, (k, s) in enumerate(steps):
                 t = s * sc.timestep
-                if wall:   # real time: tick k opens at t, its torques are due at the next tick
+                for i, path in enumerate(self.paths):
+                    if path is not None:
+                        plant.set_obstacle_position(i, path.sample(t).p)
+                frames = self.hw.sense_frames(k) + gp.begin(k, t)
+                if wall:   # real time: tick k opens at t (frames ready), its torques are due at the next tick
                     if j == 0:
                         wall0 = time.perf_counter()
                     t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
@@ -76,10 +80,6 @@ class ControlLoop:
                         time.sleep(lag)
                     elif -lag > t_next - t:
                         self.late_start += 1
-                for i, path in enumerate(self.paths):
-                    if path is not None:
-                        plant.set_obstacle_position(i, path.sample(t).p)
-                frames = self.hw.sense_frames(k) + gp.begin(k, t)
                 exchange(frames, k)
                 self.late = not gp.complete
                 if self.late:

@@ -41,11 +41,6 @@ def micropython_path():
 
 
 def _die_with_parent():
-    if os.environ.get("LINKTEAM_RT"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(os.environ["LINKTEAM_RT"])))
-        except (OSError, AttributeError):
-            pass
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
