@@ -1,9 +1,10 @@
 """Desktop multi-process runner (DESIGN 13): one real `micropython` process per link
 running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
 
-  uart: a daisy chain of pty pairs. Pair 0 joins the host (master) to link 1 (slave,
-        its `up` port); pair i joins link i (master, handed over as its stdin = `down`)
-        to link i+1 (slave = `up`). Every byte goes node to node, never via the host.
+  uart: a daisy chain of pty pairs (or AF_UNIX socketpairs, wire="socket"). Wire i joins
+        node i (the host for i = 0) to node i+1; a node inherits its up end as fd 0 and
+        its down end as fd 1 (raw, non-blocking), so every byte goes node to node,
+        never via the host. Optional line-rate emulation (baud).
   can:  a CAN-FD medium on loopback UDP (firmware/hal/unix.py UdpPort, host/transports/udp).
 
 Plant and RMDAC stay in this process. Children run in their own sessions (Ctrl-C reaches
