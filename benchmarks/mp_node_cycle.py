@@ -61,7 +61,7 @@ def main(cycles=300):
     node = ChainNode(agent, up, down, bufsize=2048)
     gc.collect()
     a2 = gc.mem_alloc()
-    print("RAM code %d agent+node %d bytes (gc.mem_alloc after init: %d)" % (a1 - a0, a2 - a1, a2))
+    print("RAM after init: gc.mem_alloc() %d bytes (imported modules %d, agent + node %d)" % (a2, a1 - a0, a2 - a1))
     # pre-built input so the measurement sees only the node's own allocation
     pre = []
     for k in range(cycles):

@@ -70,9 +70,9 @@ def micropython_agent():
         for bus in ("uart", "can"):
             s, _ = run_scenario(sc, Path(tmp) / bus, mode="processes", quiet=True, make_plots=False, bus=bus)
             c = s.get("bus_cycle_ms", {})
-            print("  processes %-4s 10 links %.0f s: realtime_factor %.3f missed_cycles %d "
+            print("  processes %-4s 10 links %.0f s: %s realtime_factor %.3f missed_cycles %d "
                   "bus cycle p50 %.2f ms p99 %.2f ms (period %.2f ms)" % (
-                      bus, sc.duration, s["realtime_factor"], s["missed_cycles"], c.get("p50", float("nan")),
+                      bus, sc.duration, s["status"], s["realtime_factor"], s["missed_cycles"], c.get("p50", float("nan")),
                       c.get("p99", float("nan")), 1e3 / sc.control_rate_hz))
 
 
