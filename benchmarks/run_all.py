@@ -51,5 +51,32 @@ def main(repeats=3):
 
 EXTRA = []   # further sections (MicroPython memory, bus budget) append themselves here
 
+
+def micropython_agent():
+    """One agent under the real MicroPython unix port: RAM after init, bytes allocated
+    per control cycle, per-hop compute; then short processes-mode runs (wall clock)."""
+    import subprocess
+    from host.runners.processes import micropython_path
+    r = subprocess.run([micropython_path(), str(ROOT / "benchmarks" / "mp_node_cycle.py")],
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    print("MicroPython agent (unix port, benchmarks/mp_node_cycle.py)")
+    for line in r.stdout.splitlines():
+        if line.startswith(("RAM", "ALLOC", "HOP")):
+            print("  " + line)
+    import tempfile
+    sc = load(ROOT / "scenarios" / "reference.toml")
+    sc.duration = 5.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for bus in ("uart", "can"):
+            s, _ = run_scenario(sc, Path(tmp) / bus, mode="processes", quiet=True, make_plots=False, bus=bus)
+            c = s.get("bus_cycle_ms", {})
+            print("  processes %-4s 10 links %.0f s: %s realtime_factor %.3f missed_cycles %d "
+                  "bus cycle p50 %.2f ms p99 %.2f ms (period %.2f ms)" % (
+                      bus, sc.duration, s["status"], s["realtime_factor"], s["missed_cycles"], c.get("p50", float("nan")),
+                      c.get("p99", float("nan")), 1e3 / sc.control_rate_hz))
+
+
+EXTRA.append(micropython_agent)
+
 if __name__ == "__main__":
     main()

@@ -123,9 +123,19 @@ def crc16_table(data, n=None):
     return c
 
 
+_crc_native = None
+if _crc_hqx is None:
+    try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
+        from bus_protocol.crc_native import crc16_viper as _crc_native
+    except Exception:
+        _crc_native = None
+
+
 def crc16(data, n=None):
     """CRC-16/CCITT-FALSE of data[:n] (n defaults to len(data))."""
     if _crc_hqx is None:
+        if _crc_native is not None:
+            return _crc_native(data, len(data) if n is None else n)
         return crc16_table(data, n)
     if n is not None and n != len(data):
         data = memoryview(data)[:n]

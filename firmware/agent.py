@@ -63,9 +63,9 @@ class LinkAgent:
         # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
         self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
         self.status_every = int(cfg.get("status_every", 12))
-        self.safety = safety.Safety(cfg.get("safety", {}))
-        if cfg.get("brake_at_start"):
-            self.safety.trip(safety.F_COMMAND)
+        self._safety_cfg = cfg.get("safety", {})
+        self._brake_at_start = cfg.get("brake_at_start")
+        self.new_run()
 
         self.decoder = m.Decoder()
         self._tx = bytearray(64)
@@ -242,6 +242,18 @@ class LinkAgent:
             self.safety.release()
         elif cmd == m.CMD_PING:
             self.send_status()
+        elif cmd == m.CMD_RESET:
+            self.new_run()
+
+    def new_run(self):
+        """Fresh safety state (watchdog, encoder history) and tick: a host starting a run
+        on boards that stayed powered sends COMMAND RESET first."""
+        self.safety = safety.Safety(self._safety_cfg)
+        if self._brake_at_start:
+            self.safety.trip(safety.F_COMMAND)
+        self.tick = -1
+        self.acted_tick = -1
+        self.kin_tick = -1
 
 
 def _weight(beh, name):

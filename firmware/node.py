@@ -7,12 +7,69 @@ from bus_protocol import framing
 from bus_protocol import messages as m
 
 
+_MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
+
+
+def cobs_peek(data, i, j, k):
+    """Byte k of the frame COBS-encoded in data[i:j], without decoding it (None if short)."""
+    out = 0
+    while i < j:
+        code = data[i]
+        if code == 0:
+            return None
+        run = code - 1
+        if k < out + run:
+            p = i + 1 + k - out
+            return data[p] if p < j else None
+        out += run
+        i += code
+        if code < 0xFF:
+            if k == out:
+                return 0 if i < j else None
+            out += 1
+    return None
+
+
+def cobs_decode_into(mv, i, j, out):
+    """COBS-decode mv[i:j] (a memoryview) into the preallocated bytearray `out`;
+    -> length, or -1 if malformed or too long. No allocation but small views."""
+    o = 0
+    cap = len(out)
+    while i < j:
+        code = mv[i]
+        if code == 0:
+            return -1
+        i += 1
+        end = i + code - 1
+        if end > j:
+            return -1
+        k = end - i
+        if o + k > cap:
+            return -1
+        if k:
+            out[o:o + k] = mv[i:end]
+            o += k
+        i = end
+        if code < 0xFF and i < j:
+            if o >= cap:
+                return -1
+            out[o] = 0
+            o += 1
+    return o
+
+
+_POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
+
+
 class ChainNode:
     """UART daisy chain (DESIGN 1): `up` leads toward the base and the host, `down` toward
     the tip (None on the last link). Routing by destination address:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
-      agent out: dst > link -> down; else up; BROADCAST -> both."""
+      agent out: dst > link -> down; else up; BROADCAST -> both.
+    Frames passing by are forwarded as received (COBS bytes, destination peeked, never
+    decoded) and before the agent works on its own (cut-through); each port gets one
+    write per poll round, so a burst wakes the next node once."""
 
     def __init__(self, agent, up, down=None, bufsize=256):
         self.agent = agent
@@ -21,49 +78,95 @@ class ChainNode:
         self.down = down
         self._rx = bytearray(bufsize)
         self._rxv = memoryview(self._rx)
-        self._dup = framing.Deframer()
-        self._ddown = framing.Deframer()
+        self._carry = [b"", b""]      # partial COBS run per port (up, down)
+        self._tx_up = bytearray()     # bytes queued per port, written once per poll round
+        self._tx_down = bytearray()
+        self._mine = []               # (buffer, length) of this round's own frames
+        self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
+        self._batch = False
         self.forwarded = 0
+        self.dropped = 0
         agent.hal.send = self.send   # the agent talks through this node
 
     def send(self, buf, n=None):
         frame = bytes(buf[:n]) if n is not None else bytes(buf)
-        self._route_out(frame, None)
+        self._route(frame[2], framing.uart_frame(frame), None)
+        if not self._batch:
+            self.flush()
 
-    def _route_out(self, frame, came_from):
-        dst = frame[2]
-        wire = None
+    def flush(self):
+        if self._tx_down:
+            self.down.write(self._tx_down)
+            self._tx_down = bytearray()
+        if self._tx_up:
+            self.up.write(self._tx_up)
+            self._tx_up = bytearray()
+
+    def _route(self, dst, wire, came_from):
         if dst == m.BROADCAST or (dst != m.HOST and dst > self.link):
             if self.down is not None and came_from is not self.down:
-                wire = framing.uart_frame(frame)
-                self.down.write(wire)
+                self._tx_down += wire
         if dst == m.BROADCAST or dst == m.HOST or dst < self.link:
             if came_from is not self.up:
-                self.up.write(wire or framing.uart_frame(frame))
+                self._tx_up += wire
 
-    def _pump(self, port, deframer):
+    def _pump(self, port, side):
         n = port.readinto(self._rx)
         if not n:
             return 0
-        frames = deframer.feed(self._rxv[:n])
-        for f in frames:
-            if len(f) < 3:
-                self.agent.decoder.bad += 1
-                continue
-            dst = f[2]
-            if dst == self.link or dst == m.BROADCAST:
-                self.agent.receive(f)
-            if dst != self.link:
-                self.forwarded += 1
-                self._route_out(f, port)
-        return len(frames)
+        data = bytes(self._rxv[:n])
+        carry = self._carry[side]
+        if carry:
+            data = carry + data
+        i = 0
+        k = 0
+        link = self.link
+        mv = memoryview(data)
+        while True:
+            j = data.find(b"\x00", i)
+            if j < 0:
+                break
+            if j > i:
+                k += 1
+                dst = cobs_peek(data, i, j, 2) if j - i <= _MAX_WIRE else None
+                if dst is None:
+                    self.dropped += 1
+                    self.agent.decoder.bad += 1
+                else:
+                    if dst != link:
+                        self.forwarded += 1
+                        self._route(dst, data[i:j + 1], port)
+                    if dst == link or dst == m.BROADCAST:
+                        mine = self._mine
+                        buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
+                        nf = cobs_decode_into(mv, i, j, buf)
+                        if nf < 0:
+                            self.agent.decoder.bad += 1
+                        else:
+                            mine.append((buf, nf))
+            i = j + 1
+        if len(data) - i > _MAX_WIRE:    # no delimiter in sight: resync at the next 0x00
+            self.dropped += 1
+            self._carry[side] = b""
+        else:
+            self._carry[side] = data[i:]
+        return k
 
     def poll(self):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
         at most one read per port per call."""
-        k = self._pump(self.up, self._dup)
+        self._batch = True
+        k = self._pump(self.up, 0)
         if self.down is not None:
-            k += self._pump(self.down, self._ddown)
+            k += self._pump(self.down, 1)
+        if k:
+            self.flush()                 # passing traffic first
+            mine = self._mine
+            for f in mine:
+                self.agent.receive(f[0], f[1])
+            del mine[:]
+            self.flush()
+        self._batch = False
         return k
 
 

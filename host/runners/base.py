@@ -40,6 +40,8 @@ class ControlLoop:
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
         self.missed_cycles = 0
+        self.deadline = None      # wall clock: perf_counter() time by which this tick's torques are due
+        self.late_start = 0       # wall clock: ticks the host itself opened after their deadline
         self.status = "ok"
         self.reason = ""
         self.traceback = ""
@@ -60,6 +62,7 @@ class ControlLoop:
         sc, plant, gp = self.sc, self.plant, self.gp
         wall0 = time.perf_counter()
         steps = list(self.tick_steps())
+        wall = self.clock == "wall"
         try:
             for j, (k, s) in enumerate(steps):
                 t = s * sc.timestep
@@ -67,8 +70,19 @@ class ControlLoop:
                     if path is not None:
                         plant.set_obstacle_position(i, path.sample(t).p)
                 frames = self.hw.sense_frames(k) + gp.begin(k, t)
+                if wall:   # real time: tick k opens at t (frames ready), its torques are due at the next tick
+                    if j == 0:
+                        wall0 = time.perf_counter()
+                    t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
+                    self.deadline = wall0 + t_next
+                    lag = wall0 + t - time.perf_counter()
+                    if lag > 0:
+                        time.sleep(lag)
+                    elif -lag > t_next - t:
+                        self.late_start += 1
                 exchange(frames, k)
-                if not gp.complete:
+                self.late = not gp.complete
+                if self.late:
                     self.missed_cycles += 1   # late torque: the previous one is held
                 self.record(k, t)
                 self.hw.apply(gp.torques, gp.states)
@@ -106,7 +120,7 @@ class ControlLoop:
         rho = np.array([np.nan if r is None else r[2] for r in ranges])
         self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
                      comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
-                     contacts=len(plant.contacts()))
+                     contacts=len(plant.contacts()), late=float(getattr(self, "late", False)))
         if np.linalg.norm(e_p) > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
                           % (np.linalg.norm(e_p), self.sc.divergence_m, t))

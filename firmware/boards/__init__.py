@@ -1,0 +1,20 @@
+# Board table: board name (config.json "board") -> module imported only on that board.
+# A board module offers make_board(name, cfg) -> an object with
+#   .hal             the HAL (firmware/hal/__init__.py surface; node sets .send)
+#   .node(agent)     a firmware.node.ChainNode (UART chain) or BusNode (CAN) on its ports
+#   .wait(ms)        block (never spin) until input, a due write, or ms pass
+#   .closed          True once the bus is gone (desktop processes exit then)
+# To add a board: one line here and one module under firmware/hal/.
+BOARDS = {
+    "unix-pty": "firmware.hal.unix",   # desktop process, UART chain on ptys
+    "unix-udp": "firmware.hal.unix",   # desktop process, CAN-FD medium on loopback UDP
+}
+
+
+def make_board(cfg):
+    name = cfg.get("board", "unix-pty")
+    path = BOARDS.get(name)
+    if path is None:
+        raise ValueError("unknown board %r" % name)
+    mod = __import__(path, None, None, ("make_board",))
+    return mod.make_board(name, cfg)

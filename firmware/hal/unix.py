@@ -1,0 +1,234 @@
+# MicroPython unix-port back end: a link agent as a desktop process (DESIGN 13).
+# Joint state comes from the host's plant (SimHAL, JOINT_STATE frames); the bus is
+#   "unix-pty": UART daisy chain on pseudo-terminals (byte-stream ports, node.ChainNode)
+#   "unix-udp": CAN-like broadcast medium on loopback UDP (frame port, node.BusNode)
+# Everything blocks in select.poll with a timeout: 10-20 of these share two cores.
+import select
+import socket
+import sys
+import time
+
+from bus_protocol import can_ids
+from firmware import node as node_mod
+from firmware.hal.sim import SimHAL
+
+try:
+    import termios
+except ImportError:
+    termios = None
+
+_VMIN = 6
+_VTIME = 5
+
+
+def _ticks():
+    return time.ticks_us()
+
+
+class _Paced:
+    """Optional line-rate emulation: a write leaves the port when the line would have
+    finished shifting it out (store and forward), so chain latency is realistic."""
+
+    def __init__(self, baud, bits_per_byte=10):
+        self.us_per_byte = (bits_per_byte * 1000000) // baud if baud else 0
+        self._q = []          # [due_us, bytes]
+        self._free = 0        # when the line is idle again (ticks_us)
+
+    def _queue(self, data, nbytes):
+        now = _ticks()
+        start = self._free if time.ticks_diff(self._free, now) > 0 else now
+        due = time.ticks_add(start, nbytes * self.us_per_byte)
+        self._free = due
+        self._q.append((due, data))
+
+    def due_in_us(self):
+        """Microseconds until the next queued write is due; -1 if none."""
+        if not self._q:
+            return -1
+        d = time.ticks_diff(self._q[0][0], _ticks())
+        return d if d > 0 else 0
+
+    def flush(self):
+        now = _ticks()
+        q = self._q
+        while q and time.ticks_diff(q[0][0], now) <= 0:
+            self._raw_write(q.pop(0)[1])
+
+
+class StreamPort(_Paced):
+    """A UART-like byte port on a file object (pty slave opened by path, or an
+    inherited pty master on stdin). write(buf) -> n ; readinto(buf) -> n or None."""
+
+    def __init__(self, f, baud=0):
+        _Paced.__init__(self, baud)
+        self.f = f
+        self.hup = False
+
+    def fileno(self):
+        return self.f.fileno()
+
+    def write(self, buf):
+        if self.us_per_byte:
+            self._queue(bytes(buf), len(buf))
+            return len(buf)
+        return self._raw_write(buf)
+
+    def _raw_write(self, buf):
+        n = 0
+        mv = memoryview(buf)
+        while n < len(buf):
+            k = self.f.write(mv[n:])
+            if k is None:      # non-blocking and full: wait for room (rare)
+                time.sleep_ms(1)
+                continue
+            n += k
+        return n
+
+    def readinto(self, buf):
+        try:
+            return self.f.readinto(buf)
+        except OSError:      # the other end hung up
+            self.hup = True
+            return 0
+
+
+def open_pty(path, baud=0):
+    """A byte port by path, or an inherited descriptor: "stdin" (fd 0) / "stdout" (fd 1),
+    which the parent has already made raw and non-blocking."""
+    if path == "stdin":
+        return StreamPort(sys.stdin.buffer, baud)
+    if path == "stdout":
+        return StreamPort(sys.stdout.buffer, baud)
+    f = open(path, "r+b")
+    if termios is not None:
+        fd = f.fileno()
+        termios.setraw(fd)
+        a = termios.tcgetattr(fd)
+        a[6][_VMIN] = 0       # reads return at once with what is there
+        a[6][_VTIME] = 0
+        termios.tcsetattr(fd, termios.TCSANOW, a)
+    return StreamPort(f, baud)
+
+
+class UdpPort(_Paced):
+    """CAN-FD on loopback UDP. One datagram = 4-byte little-endian 29-bit CAN id +
+    the FD data field (logical frame + padding, can_ids.fd_payload). Node k listens on
+    base_port + k (host: k = 0). Acceptance filtering is done at the sender (a frame
+    goes to its destination's port, or to every port for BROADCAST), which is what the
+    receivers' hardware filters would let through anyway. send(frame); recv() -> frame|None."""
+
+    def __init__(self, me, n_nodes, base_port, host="127.0.0.1", bitrate=0):
+        _Paced.__init__(self, bitrate, 1)
+        if bitrate:  # per bit: 8 bits per byte plus ~67 bits of CAN-FD framing per frame
+            self.us_per_byte = 0
+            self.us_per_bit = 1000000.0 / bitrate
+        self.me = me
+        self.addrs = [socket.getaddrinfo(host, base_port + k)[0][-1] for k in range(n_nodes + 1)]
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.s.bind(self.addrs[me])
+        self.s.setblocking(False)
+        self._hdr = bytearray(4)
+        self.hup = False
+
+    def fileno(self):
+        return self.s.fileno()
+
+    def send(self, frame):
+        dst = frame[2]
+        cid = can_ids.can_id(frame[0], frame[1], dst)
+        h = self._hdr
+        h[0] = cid & 0xFF
+        h[1] = (cid >> 8) & 0xFF
+        h[2] = (cid >> 16) & 0xFF
+        h[3] = (cid >> 24) & 0xFF
+        dgram = bytes(h) + can_ids.fd_payload(frame)
+        if getattr(self, "us_per_bit", 0):
+            nbits = 67 + 8 * (len(dgram) - 4)
+            self.us_per_byte = int(nbits * self.us_per_bit)
+            self._queue((dst, dgram), 1)
+            return
+        self._raw_write((dst, dgram))
+
+    def _raw_write(self, item):
+        dst, dgram = item
+        s = self.s
+        if dst == 0xFF:
+            for k in range(len(self.addrs)):
+                if k != self.me:
+                    s.sendto(dgram, self.addrs[k])
+        elif dst < len(self.addrs):
+            s.sendto(dgram, self.addrs[dst])
+
+    def recv(self):
+        try:
+            d = self.s.recv(80)
+        except OSError:
+            return None
+        if len(d) < 12:
+            return None
+        return can_ids.strip_padding(d[4:])
+
+
+class UnixBoard:
+    """Board object (firmware/boards contract): .hal, .node(agent), .wait(ms), .closed."""
+
+    def __init__(self, name, cfg):
+        self.name = name
+        self.hal = SimHAL()
+        bus = cfg.get("bus", {})
+        baud = int(bus.get("baud", 0))
+        self.ports = []
+        if name == "unix-pty":
+            self.up = open_pty(bus["up"], baud)
+            self.down = open_pty(bus["down"], baud) if bus.get("down") else None
+            self.ports = [self.up] + ([self.down] if self.down else [])
+        else:
+            self.port = UdpPort(cfg["link"], cfg["n_links"], int(bus["base_port"]),
+                                bus.get("host", "127.0.0.1"), baud)
+            self.ports = [self.port]
+        self._poll = select.poll()
+        for p in self.ports:
+            self._poll.register(p.fileno(), select.POLLIN)
+
+    def node(self, agent):
+        if self.name == "unix-pty":
+            return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048)
+        return node_mod.BusNode(agent, self.port)
+
+    @property
+    def closed(self):
+        for p in self.ports:
+            if p.hup:
+                return True
+        return False
+
+    def wait(self, ms):
+        """Block until a port has input, a paced write is due, or ms pass. -> True if input."""
+        due = -1
+        for p in self.ports:
+            d = p.due_in_us()
+            if d >= 0 and (due < 0 or d < due):
+                due = d
+        if 0 <= due < 2000:      # poll() counts in ms: sleep the last stretch in short
+            if self._poll.poll(0):  # naps, looking at the input between them
+                return True
+            time.sleep_us(min(due, 250))
+            for p in self.ports:
+                p.flush()
+            return True
+        if due >= 0:
+            ms = min(ms, due // 1000 - 1)
+        ev = self._poll.poll(ms)
+        if due >= 0:
+            for p in self.ports:
+                p.flush()
+        for fd, e in ev:
+            if e & select.POLLHUP:   # a stream's far end closed (UDP has no such thing;
+                for p in self.ports:  # its POLLERR, an ICMP unreachable, clears on recv)
+                    if p.fileno() == fd and isinstance(p, StreamPort):
+                        p.hup = True
+        return bool(ev)
+
+
+def make_board(name, cfg):
+    return UnixBoard(name, cfg)

@@ -1,0 +1,55 @@
+# Board entry: a board's boot main.py does `from firmware import main; main.run()`.
+# Reads the link's config JSON (host/scenario.py agent_configs[i] plus "board" and
+# "bus" settings), builds board, agent and node, then loops: move frames, else block.
+import gc
+import json
+import sys
+
+from firmware import boards
+from firmware.agent import LinkAgent
+
+VERSION = "0.1.0"
+
+
+def load_config(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def build(cfg):
+    board = boards.make_board(cfg)
+    agent = LinkAgent(cfg, board.hal)
+    node = board.node(agent)
+    return board, agent, node
+
+
+def run(path="/config.json", idle_exit_ms=0):
+    """Run the link agent until the bus goes away (or idle_exit_ms without a frame)."""
+    cfg = load_config(path)
+    idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
+    board, agent, node = build(cfg)
+    agent.log("ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
+    gc_limit = int(cfg.get("gc_bytes", 48000))
+    gc.collect()
+    idle = 0
+    gc_tick = -1
+    while not board.closed:
+        if node.poll():
+            idle = 0
+            continue
+        # collect garbage while the bus is quiet: after this cycle's TORQUE went out,
+        # so a collection never lands between K_{i-1} and K_i or the goal and the torque
+        if agent.acted_tick == agent.tick != gc_tick and gc.mem_alloc() > gc_limit:
+            gc_tick = agent.tick
+            gc.collect()
+            continue
+        if board.wait(100):
+            continue
+        idle += 100
+        if idle_exit_ms and idle >= idle_exit_ms:
+            break
+    return agent
+
+
+if __name__ == "__main__":
+    run(sys.argv[1] if len(sys.argv) > 1 else "/config.json")

