@@ -92,10 +92,11 @@ class LinkAgent:
         self.u = 0.0
 
     # ---- bus -------------------------------------------------------------------
-    def send(self, mtype, dst, values):
+    def send(self, mtype, dst, values, out=None):
+        """Encode into the agent's one transmit buffer and put it on the bus (or `out`)."""
         n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
         self._seq = (self._seq + 1) & 0xFFFF
-        self.hal.send(self._tx, n)
+        (out or self.hal.send)(self._tx, n)
 
     def log(self, text):
         """NYMPH-style host service: the host prints/logs what the node says."""
@@ -229,7 +230,10 @@ class LinkAgent:
         self.safety.on_torque(u, qd)
         self.acted_tick = self.tick
         self.cycle_us = ticks_diff(self.hal.ticks_us(), self.t_sync)
-        self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]))
+        # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
+        # host's simulated plant on a wire of its own (hal.report), through that wire
+        self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
+                  getattr(self.hal, "report", None))
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,

@@ -51,10 +51,21 @@ def frame_seconds(kind, rate, data_rate, mtype):
     return 50.0 / rate + (5 + 8 * dlc + 4 + crc + 1) / data_rate
 
 
-def cycle_frames(n, sim_plant=True):
+PLANTS = {
+    # plant: (JOINT_STATE frames on the bus, TORQUE frames on the bus, cycle ends when)
+    "bus": (True, True, "the host has every TORQUE"),          # HIL: simulated plant fed over the bus
+    "wire": (False, False, "every agent has acted"),           # processes: joint I/O on wires of its own
+    "real": (False, True, "every agent has acted"),            # boards with real encoders and motors;
+}                                                              # TORQUE frames are telemetry
+
+
+def cycle_frames(n, plant="bus"):
     """(mtype, count) on the bus per cycle (STATUS every 12 cycles, amortised)."""
-    out = [(m.SYNC, 1), (m.KINEMATIC, n + 1), (m.GOAL, 1), (m.TORQUE, n), (m.STATUS, n / 12.0)]
-    if sim_plant:
+    js, tq, _ = PLANTS[plant]
+    out = [(m.SYNC, 1), (m.KINEMATIC, n + 1), (m.GOAL, 1), (m.STATUS, n / 12.0)]
+    if tq:
+        out.append((m.TORQUE, n))
+    if js:
         out.append((m.JOINT_STATE, n))
     return out
 
@@ -71,7 +82,7 @@ class _Line:
         return self.free
 
 
-def simulate(n, bus, sim_plant=True, compute=None):
+def simulate(n, bus, plant="bus", compute=None):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
     kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
     c = dict(DEFAULT_COMPUTE)
@@ -109,7 +120,8 @@ def simulate(n, bus, sim_plant=True, compute=None):
         if dst == m.HOST or (dst != m.BROADCAST and dst < src):
             push(up[src].send(t, dt), src - 1, frame)
 
-    frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if sim_plant else []
+    js, tq, _ = PLANTS[plant]
+    frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if js else []
     frames += [(m.SYNC, m.BROADCAST), (m.KINEMATIC, 1)]
     for f in frames:
         emit(0.0, 0, f)
@@ -122,7 +134,7 @@ def simulate(n, bus, sim_plant=True, compute=None):
             if mt == m.KINEMATIC:
                 t_kn = t
                 emit(t + c["host_us"] * us, 0, (m.GOAL, m.BROADCAST))
-            elif mt == m.TORQUE:
+            elif mt == m.TORQUE and plant == "bus":
                 torques += 1
                 if torques == n:
                     t_end = t
@@ -133,9 +145,14 @@ def simulate(n, bus, sim_plant=True, compute=None):
             if mt == m.KINEMATIC:
                 emit(t + k_us * us, node, (m.KINEMATIC, node + 1 if node < n else m.HOST))
             elif mt == m.GOAL:
-                emit(t + goal_us * us, node, (m.TORQUE, m.HOST))
+                acted = t + goal_us * us
+                if tq:
+                    emit(acted, node, (m.TORQUE, m.HOST))
+                if plant != "bus":   # the torque acts at the node (+ one wire hop to the plant)
+                    done = acted + (w * us if plant == "wire" else 0.0)
+                    t_end = done if t_end is None else max(t_end, done)
     lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1]
-    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, sim_plant))
+    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant))
     busiest = max(ln.busy for ln in lines)
     return {"bus": kind, "links": n, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
@@ -157,14 +174,14 @@ def measure_compute(micropython=None):
     return vals
 
 
-def report(n, bus, rate, sim_plant=True, compute=None):
-    r = simulate(n, bus, sim_plant, compute)
+def report(n, bus, rate, plant="bus", compute=None):
+    r = simulate(n, bus, plant, compute)
     period = 1.0 / rate
-    lines = ["%d links on %s, %s joint states from the host" % (n, bus, "with" if sim_plant else "without"),
+    lines = ["%d links on %s, plant %r: the cycle ends when %s" % (n, bus, plant, PLANTS[plant][2]),
              "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
              "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
              "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),
-             "  chain latency (all torques in)   %8.3f ms" % (r["latency_s"] * 1e3),
+             "  cycle latency                    %8.3f ms" % (r["latency_s"] * 1e3),
              "  highest control rate             %8.1f Hz" % r["max_rate_hz"],
              "  at %.0f Hz (period %.3f ms): %s" % (rate, period * 1e3,
                                                     "fits" if r["latency_s"] <= period else "DOES NOT FIT"),

@@ -11,7 +11,7 @@ def cmd_run(a):
     sc = load(a.scenario)
     opts = {}
     if a.mode == "processes":
-        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire}
+        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
@@ -120,7 +120,7 @@ def cmd_scan(a):
 
 def cmd_budget(a):
     from host import budget
-    print(budget.report(a.links, a.bus, a.rate, sim_plant=not a.no_joint_state))
+    print(budget.report(a.links, a.bus, a.rate, plant=a.plant))
     return 0
 
 
@@ -142,6 +142,9 @@ def main(argv=None):
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes)")
     r.add_argument("--wire", choices=("pty", "socket"), default="pty",
                    help="uart wires between processes: pty pairs or AF_UNIX socketpairs")
+    r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
+                   help="processes: joint states and torques on wires of their own (like a board's "
+                        "encoder and motor) or on the bus")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
@@ -177,7 +180,9 @@ def main(argv=None):
     g.add_argument("--links", type=int, required=True)
     g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
     g.add_argument("--rate", type=float, default=120.0, help="control rate to check (Hz)")
-    g.add_argument("--no-joint-state", action="store_true", help="boards read encoders (no JOINT_STATE frames)")
+    g.add_argument("--plant", choices=("bus", "wire", "real"), default="real",
+                   help="real: boards drive their joints (TORQUE frames are telemetry); bus: a simulated "
+                        "plant fed over the bus (HIL); wire: joint I/O on wires of its own (processes mode)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

@@ -26,6 +26,9 @@ def test_budget_scales_and_reports():
     assert fd["latency_s"] < a["latency_s"]
     text = budget.report(10, "uart:1000000", 120)
     assert "DOES NOT FIT" in text and "bytes per cycle" in text
+    # joint states and torque reports off the bus shorten the cycle and the bytes
+    bus, wire = budget.simulate(10, "uart:1000000", plant="bus"), budget.simulate(10, "uart:1000000", plant="wire")
+    assert wire["latency_s"] < 0.8 * bus["latency_s"] and wire["bytes_per_cycle"] < bus["bytes_per_cycle"]
 
 
 def test_budget_predicts_a_baud_emulated_run(tmp_path):
@@ -35,5 +38,5 @@ def test_budget_predicts_a_baud_emulated_run(tmp_path):
                         bus="uart", baud=1000000, lockstep=True)
     assert s["status"] == "ok", s["reason"]
     measured = s["bus_cycle_ms"]["p50"] * 1e-3
-    predicted = budget.simulate(sc.n, "uart:1000000")["latency_s"]
+    predicted = budget.simulate(sc.n, "uart:1000000", plant="wire")["latency_s"]   # processes mode
     assert abs(measured - predicted) <= 0.25 * measured, (measured, predicted)

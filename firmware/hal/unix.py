@@ -1,5 +1,6 @@
 # MicroPython unix-port back end: a link agent as a desktop process (DESIGN 13).
-# Joint state comes from the host's plant (SimHAL, JOINT_STATE frames); the bus is
+# Joint state comes from the host's plant (JOINT_STATE frames: on a wire of their own,
+# SimIO, or on the bus, SimHAL) and the torque goes back to it; the bus is
 #   "unix-pty": UART daisy chain on pseudo-terminals (byte-stream ports, node.ChainNode)
 #   "unix-udp": CAN-like broadcast medium on loopback UDP (frame port, node.BusNode)
 # Everything blocks in select.poll with a timeout: 10-20 of these share two cores.
@@ -169,12 +170,46 @@ class UdpPort(_Paced):
         return can_ids.strip_padding(d[4:])
 
 
+class SimIO(SimHAL):
+    """Joint I/O wired straight to the host's plant on loopback UDP, the way a board's
+    encoder and motor driver are wired to its own joint and not to the bus: JOINT_STATE
+    datagrams in (read() keeps the newest), the TORQUE report out (report()). Port
+    io_base + link here, io_base at the host."""
+
+    def __init__(self, link, io_base, host="127.0.0.1"):
+        SimHAL.__init__(self)
+        from bus_protocol import messages
+        self._m = messages
+        self._dec = messages.Decoder()
+        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.s.bind(socket.getaddrinfo(host, io_base + link)[0][-1])
+        self.s.setblocking(False)
+        self.host_addr = socket.getaddrinfo(host, io_base)[0][-1]
+
+    def read(self):
+        while True:
+            try:
+                d = self.s.recv(80)
+            except OSError:   # nothing more waiting
+                return True
+            msg = self._dec.decode(d)
+            if msg is not None and msg[0] == self._m.JOINT_STATE:
+                self.on_joint_state(msg[4])
+
+    def report(self, buf, n):
+        try:
+            self.s.sendto(buf[:n], self.host_addr)
+        except OSError:
+            pass   # the host is gone: the bus will hang up too
+
+
 class UnixBoard:
     """Board object (firmware/boards contract): .hal, .node(agent), .wait(ms), .closed."""
 
     def __init__(self, name, cfg):
         self.name = name
-        self.hal = SimHAL()
+        io = cfg.get("io")
+        self.hal = SimHAL() if io is None else SimIO(cfg["link"], int(io["base_port"]), io.get("host", "127.0.0.1"))
         bus = cfg.get("bus", {})
         baud = int(bus.get("baud", 0))
         self.ports = []

@@ -7,6 +7,11 @@ running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
         never via the host. Optional line-rate emulation (baud).
   can:  a CAN-FD medium on loopback UDP (firmware/hal/unix.py UdpPort, host/transports/udp).
 
+Each node's joint is wired to the plant apart from the bus (JointIO; firmware SimIO), as a
+board's encoder and motor driver are wired to its own joint: JOINT_STATE in, the TORQUE
+report out. The bus carries what a real arm's bus carries (SYNC, K, ASSERT, GOAL, STATUS);
+joint_io="bus" puts joint states and torques on the bus instead (as HIL with boards does).
+
 Plant and RMDAC stay in this process. Children run in their own sessions (Ctrl-C reaches
 only the host), die with the host (PR_SET_PDEATHSIG) and are always reaped (close())."""
 import atexit
@@ -41,12 +46,27 @@ def micropython_path():
     return found
 
 
+RT_PRIORITY = 10   # SCHED_FIFO priority of the link processes where allowed
+
+
 def _die_with_parent():
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def _node_preexec(realtime):
+    """In the child: die with the host; with `realtime`, run SCHED_FIFO like a node's
+    firmware owns its MCU (the nodes block in poll(), so they never starve the host;
+    the kernel's RT throttling bounds them anyway). Silently normal where not allowed."""
+    _die_with_parent()
+    if realtime:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+        except (OSError, AttributeError):
+            pass
 
 
 @atexit.register
@@ -64,8 +84,15 @@ class Cluster:
     """N link processes on an emulated bus, plus the host's transport to that bus."""
 
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
-                 wire="pty", entry="from firmware import main\nmain.run(%r)\n", extra_path=None):
+                 wire="pty", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
+                 joint_io="wire", heapsize="256K", realtime=True):
         self.sc, self.bus, self.baud = sc, bus, baud
+        # a board-sized heap (RP2040: ~200 KB free): MicroPython allocates ~3x faster in
+        # 256 KB than in the unix port's 2 MB default, and the agent needs ~50 KB
+        self.heapsize = heapsize
+        self.realtime = realtime
+        self.joint_io = joint_io
+        self.io = None
         self.n = sc.n
         self.procs = []
         self.fds = []
@@ -142,6 +169,12 @@ class Cluster:
             self.transport = UdpTransport(n, base, bitrate=self.baud)
         else:
             raise ValueError("bus must be uart or can, not %r" % self.bus)
+        if self.joint_io == "wire":
+            from host.transports.udp import free_base_port
+            io_base = free_base_port(n)
+            self.io = JointIO(n, io_base)
+            for i in range(n):
+                cfgs[i]["io"] = {"base_port": io_base}
         for i in range(n):
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
             path = self.dir / ("link%02d.json" % (i + 1))
@@ -155,8 +188,9 @@ class Cluster:
             # the unix port prints tracebacks on stdout, which may be the down wire here
             code += ("try:\n    %s\nexcept BaseException as e:\n"
                      "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
-            p = subprocess.Popen([mp, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
-                                 cwd=str(ROOT), start_new_session=True, preexec_fn=_die_with_parent)
+            p = subprocess.Popen([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
+                                 cwd=str(ROOT), start_new_session=True,
+                                 preexec_fn=lambda: _node_preexec(self.realtime))
             self.procs.append(p)
         self.wait_ready()
         # the children hold their ends now; the host keeps only its own
@@ -226,6 +260,9 @@ class Cluster:
         if self.transport is not None:
             self.transport.close()
             self.transport = None
+        if self.io is not None:
+            self.io.close()
+            self.io = None
         for fd in self.fds:
             try:
                 os.close(fd)
@@ -240,16 +277,76 @@ class Cluster:
         _LIVE.discard(self)
 
 
-def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
+class JointIO:
+    """The plant's wires to every node's joint (virtual encoder and motor driver) on
+    loopback UDP: node k listens on base + k, the host on base. One datagram = one
+    logical frame: JOINT_STATE to the node, its TORQUE report back."""
+
+    def __init__(self, n, base, host="127.0.0.1"):
+        self.addrs = [(host, base + k) for k in range(n + 1)]
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.sock.bind(self.addrs[0])
+        self.sock.setblocking(False)
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def send(self, frame):
+        try:
+            self.sock.sendto(frame, self.addrs[frame[2]])
+        except OSError:
+            pass   # the node is gone; Cluster.check() says so
+
+    def recv_all(self):
+        out = []
+        while True:
+            try:
+                out.append(self.sock.recv(128))
+            except (BlockingIOError, ConnectionRefusedError):
+                return out
+
+    def close(self):
+        self.sock.close()
+
+
+def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
     """The runner's half of a cycle: send the host's frames, feed what comes back to the
-    goal process until every torque of the tick is in or the tick's deadline passes."""
+    goal process until every torque of the tick is in or the tick's deadline passes.
+    With `io` (JointIO) joint states go out and torque reports come back on the joint
+    wires, and the bus carries the rest."""
     gp = loop.gp
     from time import perf_counter
 
     times = loop.cycle_times = []
+    if io is not None:
+        import select
+        poller = select.poll()
+        poller.register(transport.fileno(), select.POLLIN)
+        poller.register(io.fileno(), select.POLLIN)
+
+        def recv(wait):   # one bus frame or None; torque reports on the way
+            f = transport.recv(0)
+            if f is None:
+                for r in io.recv_all():
+                    gp.on_frame(r)
+                if gp.complete:
+                    return None
+                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
+                f = transport.recv(0)
+            for r in io.recv_all():
+                gp.on_frame(r)
+            return f
+    else:
+        recv = transport.recv
 
     def exchange(frames, k):
         t0 = perf_counter()
+        if io is not None:
+            for f in frames:
+                if f[0] == m.JOINT_STATE:
+                    io.send(f)
+            frames = [f for f in frames if f[0] != m.JOINT_STATE]
         transport.send_batch(frames)
         deadline = None if lockstep else loop.deadline
         limit = t0 + timeout
@@ -273,7 +370,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
                     missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
                     raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
                 wait = limit - now
-            f = transport.recv(wait)
+            f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
                 continue
             transport.send_batch(gp.on_frame(f))
@@ -282,9 +379,10 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0):
 
 
 class no_host_gc:
-    """The host's cyclic garbage collector off during a wall-clock run: its pauses grow
-    with the recorded time series and would land inside control periods. (Reference
-    counting still frees everything the loop allocates; nothing in it makes cycles.)"""
+    """The host as a real-time loop for a wall-clock run: the cyclic garbage collector off
+    (its pauses grow with the recorded time series and would land inside control periods;
+    reference counting still frees everything the loop allocates) and, where allowed,
+    SCHED_FIFO one above the nodes so its tick sleeps end on time."""
 
     def __enter__(self):
         import gc
@@ -292,9 +390,20 @@ class no_host_gc:
         gc.collect()
         gc.freeze()
         gc.disable()
+        self.policy = None
+        try:
+            self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY + 1))
+        except (OSError, AttributeError):
+            self.policy = None
 
     def __exit__(self, *exc):
         import gc
+        if self.policy is not None:
+            try:
+                os.sched_setscheduler(0, self.policy[0], self.policy[1])
+            except OSError:
+                pass
         gc.unfreeze()
         if self.was:
             gc.enable()
@@ -309,17 +418,18 @@ def drain(loop, transport, seconds=0.05):
             loop.gp.on_frame(f)
 
 
-def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", **_):
+def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", joint_io="wire", **_):
     loop.clock = "synthetic" if lockstep else "wall"
     loop.bus_kind = bus
+    loop.joint_io = joint_io
     try:
-        cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire).__enter__()
+        cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io).__enter__()
     except (Aborted, RuntimeError) as e:
         loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
         return loop.status
     try:
         loop.node_ready = cluster.ready_lines
-        exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check)
+        exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
         with no_host_gc():
             loop.run(exchange, progress)
         if loop.status == "ok":

@@ -57,6 +57,9 @@ class FdStreamTransport(_Stream):
         self.poller = select.poll()
         self.poller.register(fd, select.POLLIN)
 
+    def fileno(self):
+        return self.fd
+
     def _write(self, data):
         mv = memoryview(data)
         while mv:

@@ -48,6 +48,9 @@ class UdpTransport(Transport):
         self._line_free = 0.0
         self.pending = deque()
 
+    def fileno(self):
+        return self.sock.fileno()
+
     def send(self, frame):
         dst = frame[2]
         data = can_ids.fd_payload(frame)
