@@ -131,14 +131,32 @@ class LinkAgent:
         self.t_sync = self.hal.ticks_us()
         self.tick = tick
         self._n_assert = 0
-        self.hal.read()
-        self.q = self.hal.q
-        self.qd = self.hal.qd
+        self.sample()
         self.safety.on_sample(tick, self.q, self.qd)
         if self.safety.state == safety.BRAKED:
             self.actuate(None)  # a braked joint needs no goal
         elif self.tick % self.status_every == 0:
             self.send_status()
+
+    def sample(self):
+        if not self.hal.read():
+            self.safety.trip(safety.F_SENSOR)
+        self.q = self.hal.q
+        self.qd = self.hal.qd
+
+    def idle(self):
+        """Called by the board loop whenever the bus has been quiet for a while: with no
+        SYNC for watchdog_ms the bus is lost (the per-cycle watchdog needs SYNCs to run),
+        so brake, and keep the brake PD going at the loop's rate. True while braked."""
+        sf = self.safety
+        if sf.state == safety.INIT:
+            return False
+        if ticks_diff(self.hal.ticks_us(), self.t_sync) > 1000 * sf.watchdog_ms:
+            if sf.state != safety.BRAKED:
+                sf.trip(safety.F_LOST_BUS)
+            self.sample()
+            self.actuate(None)
+        return sf.state == safety.BRAKED
 
     def on_kinematic(self, v):
         """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions."""

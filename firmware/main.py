@@ -5,7 +5,7 @@ import gc
 import json
 import sys
 
-from firmware import boards
+from firmware import boards, safety
 from firmware.agent import LinkAgent
 
 VERSION = "0.1.0"
@@ -43,9 +43,11 @@ def run(path="/config.json", idle_exit_ms=0):
             gc_tick = agent.tick
             gc.collect()
             continue
-        if board.wait(100):
+        wait_ms = 10 if agent.safety.state == safety.BRAKED else 100   # keep the brake PD going
+        if board.wait(wait_ms):
             continue
-        idle += 100
+        agent.idle()
+        idle += wait_ms
         if idle_exit_ms and idle >= idle_exit_ms:
             break
     return agent

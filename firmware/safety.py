@@ -18,8 +18,9 @@ F_ENCODER_JUMP = const(4)   # |q_k - q_{k-1}| beyond max_q_step
 F_OVERSPEED = const(8)      # |qd| beyond qd_max
 F_STALL = const(16)         # torque commanded, no motion
 F_CONFIG = const(32)        # config rejected
+F_SENSOR = const(64)        # the HAL could not read the joint (hal.read() False)
 FAULT_NAMES = {F_COMMAND: "command", F_LOST_BUS: "lost_bus", F_ENCODER_JUMP: "encoder_jump",
-               F_OVERSPEED: "overspeed", F_STALL: "stall", F_CONFIG: "config"}
+               F_OVERSPEED: "overspeed", F_STALL: "stall", F_CONFIG: "config", F_SENSOR: "sensor"}
 
 
 def fault_names(bits):
@@ -33,6 +34,7 @@ class Safety:
 
     def __init__(self, cfg):
         self.watchdog_cycles = cfg.get("watchdog_cycles", 3)
+        self.watchdog_ms = cfg.get("watchdog_ms", 50)   # silent bus: no SYNC at all
         self.max_q_step = cfg.get("max_q_step", 0.5)
         self.qd_max = cfg.get("qd_max", 50.0)
         self.stall_u = cfg.get("stall_u", 0.0)      # 0 disables the stall trigger

@@ -177,3 +177,21 @@ def test_garbage_frames_are_counted_never_raised():
 def test_joint_type_rejects_unknown():
     with pytest.raises(ValueError):
         kb.joint_type("spherical")
+
+
+def test_silent_bus_brakes_through_idle_and_sensor_error_trips():
+    rig = Rig()
+    clock = [0]
+    rig.agent.hal.ticks_us = lambda: clock[0]
+    rig.cycle(0, q=0.2)
+    clock[0] = 40_000
+    assert rig.agent.idle() is False                    # within watchdog_ms (50 ms): nothing
+    clock[0] = 60_000
+    assert rig.agent.idle() is True                     # no SYNC for 60 ms: lost bus, brake PD
+    assert rig.agent.safety.faults & safety.F_LOST_BUS and rig.agent.hal.braked
+    tq = [x for x in (rig.dec.decode(f) for f in rig.out) if x and x[0] == m.TORQUE]
+    assert tq and tq[-1][4][2] == safety.BRAKED
+    rig2 = Rig()
+    rig2.agent.hal.read = lambda: False
+    rig2.cycle(0)
+    assert rig2.agent.safety.faults & safety.F_SENSOR and rig2.agent.safety.state == safety.BRAKED
