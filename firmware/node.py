@@ -160,8 +160,15 @@ class ChainNode:
         if self.down is not None:
             k += self._pump(self.down, 1)
         if k:
-            self.flush()                 # passing traffic first
             mine = self._mine
+            # passing traffic first (cut-through), except when this node is about to send
+            # K_i: then a passing SYNC rides in the same write as K_i, so the next node
+            # wakes once for both (it samples on SYNC just before it needs the joint)
+            for f in mine:
+                if f[0][0] == m.KINEMATIC:
+                    break
+            else:
+                self.flush()
             for f in mine:
                 self.agent.receive(f[0], f[1])
             del mine[:]

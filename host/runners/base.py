@@ -104,8 +104,10 @@ class ControlLoop:
         gp, plant = self.gp, self.plant
         q, qd = plant.joint_state()
         R, p = plant.frames()
-        if gp.desired is None:
-            raise Aborted("no end-effector packet reached the host in cycle %d" % k)
+        if gp.desired is None:   # no K_N yet: the trajectory starts at the first one
+            if t >= 1.0:
+                raise Aborted("no end-effector packet reached the host in the first %.1f s" % t)
+            return
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             raise Aborted("plant state is not finite at t=%.3f s" % t)
         d = gp.desired
