@@ -35,8 +35,7 @@ def run(path="/config.json", idle_exit_ms=0):
     gc_tick = -1
     while not board.closed:
         if node.poll():
-            idle = 0
-            continue
+            idle = 0   # no second read now: wait() below returns at once if more is there
         # collect garbage while the bus is quiet: after this cycle's TORQUE went out,
         # so a collection never lands between K_{i-1} and K_i or the goal and the torque
         if agent.acted_tick == agent.tick != gc_tick and gc.mem_alloc() > gc_limit:
