@@ -354,13 +354,7 @@ def _robot(p, root):
             L["brake_at_start"] = bool(b)
         beh = {}
         for c in node.children:
-            rc = _Reader(p, c)
-            if c.kind != "controller":
-                p.fail(c.line, "define{%s}" % c.kind, "a link holds define{controller} only")
-            cname = rc.get("name", "str", informal=False, required=True)
-            rate = rc.get("ControlRate", "num", informal=True)
-            if rate is not None:
-                rates.append((rate, rc.line_of("ControlRate")))
+            rc, cname = _entry(p, c, "controller", "a link", rates)
             if cname in ("resolved_motion_force_control",):
                 beh["proxy"] = _fields(rc, {"weight": "num"})
             elif cname == "resolved_motion_obstacle_avoidance":
@@ -385,6 +379,18 @@ def _robot(p, root):
     return gravity, links, behaviours, payload, rates
 
 
+def _entry(p, node, kind, where, rates):
+    """A define{kind} entry: its reader and name; an informal ControlRate joins `rates`."""
+    r = _Reader(p, node)
+    if node.kind != kind:
+        p.fail(node.line, "define{%s}" % node.kind, "%s holds define{%s} only" % (where, kind))
+    name = r.get("name", "str", informal=False, required=True)
+    rate = r.get("ControlRate", "num", informal=True)
+    if rate is not None:
+        rates.append((rate, r.line_of("ControlRate")))
+    return r, name
+
+
 def _fields(r, spec):
     out = {}
     for k, kind in spec.items():
@@ -402,13 +408,7 @@ def _goals(p, root):
     rmdac, assertions, rates = None, None, []
     _Reader(p, root).done()
     for node in root.children:
-        r = _Reader(p, node)
-        if node.kind != "globalgoal":
-            p.fail(node.line, "define{%s}" % node.kind, "theGoals.dat holds define{globalgoal} only")
-        name = r.get("name", "str", informal=False, required=True)
-        rate = r.get("ControlRate", "num", informal=True)
-        if rate is not None:
-            rates.append((rate, r.line_of("ControlRate")))
+        r, name = _entry(p, node, "globalgoal", "theGoals.dat", rates)
         if name == "resolved_motion_adaptive_control":
             wp = r.get("Wp", "vec", True, required=True, length=6)
             wv = r.get("Wv", "vec", True, required=True, length=6)

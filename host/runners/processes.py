@@ -193,7 +193,9 @@ class Cluster:
                                  preexec_fn=lambda: _node_preexec(self.realtime))
             self.procs.append(p)
         self.wait_ready()
-        # the children hold their ends now; the host keeps only its own
+        self._close_fds()   # the children hold their ends now; the host keeps only its own
+
+    def _close_fds(self):
         for fd in self.fds:
             try:
                 os.close(fd)
@@ -263,12 +265,7 @@ class Cluster:
         if self.io is not None:
             self.io.close()
             self.io = None
-        for fd in self.fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.fds = []
+        self._close_fds()
         for log in self.logs:
             log.close()
         self.logs = []
