@@ -170,3 +170,16 @@ def test_orientation_interpolates_about_the_fixed_error_axis():
         assert np.allclose(rel, 0.8 * axis * (3 * tau**2 - 2 * tau**3), atol=1e-12)
         assert np.allclose(s.w, 0.8 * axis * 6 * tau * (1 - tau) / 2.0, atol=1e-12)
     assert np.allclose(traj.sample(5.0).quat, q1) or np.allclose(traj.sample(5.0).quat, -q1)
+
+
+def test_gravity_compensation_defaults_on_for_thesis_format_with_gravity(tmp_path):
+    import shutil
+    d = tmp_path / "g.scenario"
+    shutil.copytree(ROOT / "scenarios" / "thesis-format" / "reference.scenario", d)
+    rbt = d / "theRobot.rbt"
+    text = rbt.read_text()
+    assert "gravity = <+0.000e+00 +0.000e+00 +0.000e+00>" in text
+    rbt.write_text(text.replace("gravity = <+0.000e+00 +0.000e+00 +0.000e+00>", "gravity = <+0.000e+00 +0.000e+00 -9.810e+00>"))
+    sc = load(d)
+    assert all(c["behaviours"]["gravity"]["g"] == [0.0, 0.0, -9.81] for c in sc.agent_configs)
+    assert all("gravity" not in c["behaviours"] for c in load(ROOT / "scenarios" / "reference.toml").agent_configs)
