@@ -39,7 +39,8 @@ class LinkAgent:
         self.k_assert = float(beh.get("assertions", {}).get("weight", 1.0))
         rmoa = beh.get("rmoa")
         self.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
-                                               float(rmoa.get("clearance", 0.75)))
+                                               float(rmoa.get("clearance", 0.75)),
+                                               float(rmoa.get("f_max", 1e9)))
         grav = beh.get("gravity")
         g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
         # own weight couplet force m*g (DESIGN 5, gravity compensation by assertion);
@@ -184,8 +185,8 @@ class LinkAgent:
         """Step 5: range to the nearest obstacle under the clearance -> RMOA couplet."""
         x_r = qrot(quat, self.hal.x_r)
         rho = (x_r[0] * x_r[0] + x_r[1] * x_r[1] + x_r[2] * x_r[2]) ** 0.5
-        eta, clearance = self.rmoa
-        f = behaviours.rmoa_force(x_r, rho, eta, clearance)
+        eta, clearance, f_max = self.rmoa
+        f = behaviours.rmoa_force(x_r, rho, eta, clearance, f_max)
         if f is not None:
             p_psh = _to_world(quat, p, self.hal.p_psh)
             self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_RMOA) + p_psh + f

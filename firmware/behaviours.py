@@ -2,14 +2,19 @@
 # Each returns a joint torque (force for a prismatic joint); the agent arbitrates.
 
 
-def rmoa_force(x_r, rho, eta, clearance):
+def rmoa_force(x_r, rho, eta, clearance, f_max=1e9):
     """RMOA repulsion (7.241-7.253): with rho = |x_r| < c,
-    f_psh = eta (1/rho - 1/c) (1/rho^2) (-x_r / rho); None outside the clearance."""
+    f_psh = eta (1/rho - 1/c) (1/rho^2) (-x_r / rho); None outside the clearance.
+    The magnitude is capped at f_max (what the link may assert: near contact the
+    1/rho^3 law asks for more than any arm can give in one control period)."""
     if rho >= clearance:
         return None
     if rho < 1e-4:
         rho = 1e-4  # contact: bounded push along the last known direction
-    g = -eta * (1.0 / rho - 1.0 / clearance) / (rho * rho * rho)
+    mag = eta * (1.0 / rho - 1.0 / clearance) / (rho * rho)
+    if mag > f_max:
+        mag = f_max
+    g = -mag / rho
     return (g * x_r[0], g * x_r[1], g * x_r[2])
 
 

@@ -22,7 +22,8 @@ def _arm_dict(q0, obstacles, eta=100.0, clearance=0.75):
             "robot": {"links": len(q0), "link": {"a": 0.75, "mass": 10.0, "inertia": [0.05, 0.49, 0.49],
                                                  "centroid": [-0.375, 0.0, 0.0]},
                       "override": [{"links": [i + 1], "q0": q} for i, q in enumerate(q0)]},
-            "behaviours": {"proxy": {}, "assertions": {}, "rmoa": {"eta": eta, "clearance": clearance}},
+            "behaviours": {"proxy": {}, "assertions": {}, "rmoa": {"eta": eta, "clearance": clearance,
+                                                                        "f_max": 1e9}},   # law uncapped here
             "rmdac": {"linear": {"wp": 1.0, "wv": 1.0}, "rotation": {"wp": 1.0, "wv": 1.0}},
             "trajectory": {"knot": [{"interval": [0.0, 1.0], "position": [1.0, 1.0, 0.0]}]},
             "obstacle": obstacles}
@@ -76,6 +77,9 @@ def test_rmoa_force_formula():
     g = 100.0 * (1 / 0.5 - 1 / 0.75) / 0.25
     assert np.allclose(f, -g * np.array(x_r) / 0.5)
     assert behaviours.rmoa_force(x_r, 0.75, 100.0, 0.75) is None
+    # near contact the 1/rho^3 law is capped at f_max, direction unchanged
+    capped = behaviours.rmoa_force(x_r, 0.5, 100.0, 0.75, f_max=50.0)
+    assert np.isclose(np.linalg.norm(capped), 50.0) and np.allclose(np.cross(capped, f), 0.0)
 
 
 @pytest.mark.parametrize("q0, obstacles", [
