@@ -19,7 +19,7 @@ PACKAGES = ("firmware", "bus_protocol")
 ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
          "xtensa", "xtensawin", "rv32imc", "rv64imc")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
-DEFAULT_BOARD = {"linux": "unix-udp"}   # sys.platform -> board name when none is given
+DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 
 
 class FlashError(RuntimeError):

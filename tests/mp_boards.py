@@ -577,6 +577,25 @@ def _():
     assert pa.write(b"xyzw") == 3 and pa.short_writes == 1
 
 
+@check("boards_table_boots_both_mcu_boards")
+def _():
+    from firmware import main as fw_main
+    pyb._reset()
+    for cfg in (rp2_cfg(1, 2), stm_cfg(1, 2)):
+        board, agent, node = fw_main.build(cfg)      # what main.run() does on the board
+        assert board.name == cfg["board"] and agent.link == 1 and not board.closed
+        assert board.wait(3) is False                # quiet bus: sleeps, returns after ms
+    board, agent, node = fw_main.build(rp2_cfg(1, 2))
+    host = machine.UART(5)
+    machine.wire(host, board.ports["up"].uart)
+    host.write(framing.uart_frame(m.encode(m.COMMAND, 0, 1, 0, (m.CMD_PING, 0.0))))
+    assert board.wait(50) is True and node.poll() == 1
+    out = bytearray(128)
+    n = host.readinto(out, host.any())
+    frames = framing.Deframer().feed(out[:n])
+    assert frames and m.Decoder().decode(frames[0])[0] == m.STATUS   # the agent answered
+
+
 def main():
     failed = 0
     for name, f in RESULTS:

@@ -261,3 +261,9 @@ def make(cfg):
     down = None if dc is None or last else _uart(dc, baud, rxbuf, txbuf)
     hal = Rp2JointHAL(cfg)
     return hal, {"node": "chain", "up": up, "down": down}
+
+
+def make_board(name, cfg):
+    """firmware/boards contract (firmware.main.run boots through this)."""
+    from firmware.boards.mcu import McuBoard
+    return McuBoard(name, make, cfg)

@@ -288,3 +288,9 @@ def make(cfg):
                    tx_wait_ms=int(cc.get("tx_wait_ms", 0)), rx_burst=int(cc.get("rx_burst", 8)))
     hal = Stm32JointHAL(cfg)
     return hal, {"node": "bus", "port": port}
+
+
+def make_board(name, cfg):
+    """firmware/boards contract (firmware.main.run boots through this)."""
+    from firmware.boards.mcu import McuBoard
+    return McuBoard(name, make, cfg)
