@@ -5,7 +5,6 @@
 #   HOP goal_us  poll round that takes the GOAL in and sends TORQUE
 #   HOP fwd_us   poll round that forwards one passing frame
 import gc
-import json
 import sys
 import time
 

@@ -5,8 +5,6 @@ experiments/REPORT.md beside the thesis's figures with plots.
     linkteam experiments [--only NAME ...] [--jobs N] [--out DIR]
 """
 import json
-import os
-import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed

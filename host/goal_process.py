@@ -2,7 +2,6 @@
 it opens the cycle (SYNC, base packet K_0), turns the end-effector packet K_N into the
 global goal with RMDAC, rebroadcasts the agents' assertions ahead of the goal, and
 collects the torques. Runners only move the bytes this produces and consumes."""
-import math
 
 import numpy as np
 
@@ -91,18 +90,14 @@ class GoalProcess:
             self.traj = tr.Trajectory(self.sc.knots, p, quat, self.planar)
         d = self.traj.sample(self.t)
         self.desired = d
+        e_rot = tr.orientation_error(d, quat, self.planar)
         if self.planar:
-            yaw = tr.yaw_of(quat)
-            e_rot = math.remainder(d.angle - yaw, 2 * math.pi)
             x_d = np.array([d.p[0], d.p[1], d.angle])
             xd_d = np.array([d.v[0], d.v[1], d.w[2]])
             xdd_d = np.array([d.a[0], d.a[1], d.wd[2]])
             e = np.array([d.p[0] - p[0], d.p[1] - p[1], e_rot])
             ed = xd_d - np.array([v[0], v[1], w[2]])
         else:
-            # orientation error 2 dq, dq = vec(Q_d conj(Q_a)) (DESIGN 4, B.405)
-            dq = tr.qmul(d.quat, tr.qconj(quat))
-            e_rot = 2.0 * dq[1:] * (1.0 if dq[0] >= 0 else -1.0)
             x_d = np.concatenate([d.p, tr.qlog(d.quat)])
             xd_d = np.concatenate([d.v, d.w])
             xdd_d = np.concatenate([d.a, d.wd])

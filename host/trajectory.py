@@ -76,6 +76,16 @@ def yaw_of(q):
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
+def orientation_error(d, quat, planar):
+    """Orientation error from actual `quat` to the desired sample `d` (DESIGN 4):
+    planar, the wrapped angle about z (scalar); spatial, 2 dq with dq the vector part of
+    Q_d conj(Q_a) (B.405), sign chosen for the shorter way round (3-vector)."""
+    if planar:
+        return math.remainder(d.angle - yaw_of(quat), 2 * math.pi)
+    dq = qmul(d.quat, qconj(quat))
+    return 2.0 * dq[1:] * (1.0 if dq[0] >= 0 else -1.0)
+
+
 class Sample:
     """Desired state at one instant (world frame): p, v, a (3); quat; w, wd (3);
     angle (planar: about z, unwrapped)."""

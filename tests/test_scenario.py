@@ -1,6 +1,5 @@
 """Scenario files: every error names the file, the line and the field."""
 import re
-import shutil
 from pathlib import Path
 
 import pytest

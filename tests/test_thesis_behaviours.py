@@ -2,7 +2,6 @@
 independent numpy reference, retraction / variable-compliance setpoints, the physical
 brake, spiral and step trajectory shapes."""
 import math
-import tomllib
 from pathlib import Path
 
 import numpy as np

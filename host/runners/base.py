@@ -2,7 +2,6 @@
 bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
 supplies `exchange(frames, deadline)` which delivers the host's frames to the agents
 and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""
-import math
 import time
 import traceback
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from host.goal_process import GoalProcess
 from host.logs import Recorder
-from host.trajectory import Trajectory, yaw_of
+from host.trajectory import Trajectory, orientation_error, quat_from_matrix
 from sim_host.plant import Plant
 from sim_host.virtual_hw import VirtualHardware
 
@@ -40,6 +39,7 @@ class ControlLoop:
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
         self.missed_cycles = 0
+        self.late = False         # this tick's torques missed their deadline
         self.deadline = None      # wall clock: perf_counter() time by which this tick's torques are due
         self.late_start = 0       # wall clock: ticks the host itself opened after their deadline
         self.status = "ok"
@@ -112,22 +112,15 @@ class ControlLoop:
             raise Aborted("plant state is not finite at t=%.3f s" % t)
         d = gp.desired
         e_p = d.p - p[-1]
-        if self.gp.planar:
-            e_phi = math.remainder(d.angle - yaw_of(_quat(R[-1])), 2 * math.pi)
-        else:
-            from host.trajectory import qconj, qmul
-            dq = qmul(d.quat, qconj(_quat(R[-1])))
-            e_phi = 2.0 * float(np.linalg.norm(dq[1:]))
+        e_phi = orientation_error(d, quat_from_matrix(R[-1]), gp.planar)
+        if not gp.planar:
+            e_phi = float(np.linalg.norm(e_phi))
         ranges = self.hw.last_ranges
         rho = np.array([np.nan if r is None else r[2] for r in ranges])
         self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
                      comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
-                     contacts=len(plant.contacts()), late=float(getattr(self, "late", False)))
+                     contacts=len(plant.contacts()), late=float(self.late))
         if np.linalg.norm(e_p) > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
                           % (np.linalg.norm(e_p), self.sc.divergence_m, t))
 
-
-def _quat(R):
-    from host.trajectory import quat_from_matrix
-    return quat_from_matrix(R)
