@@ -3,13 +3,15 @@
 # Runs unchanged under CPython and MicroPython; never touches a port.
 
 
-def cobs_encode(data):
-    """Consistent Overhead Byte Stuffing: output contains no 0x00 byte."""
-    out = bytearray(len(data) + len(data) // 254 + 1)
+def cobs_encode_into(data, n, out):
+    """Consistent Overhead Byte Stuffing of data[:n] into `out` (a bytearray of at
+    least n + n // 254 + 2), followed by the 0x00 delimiter; returns the bytes written.
+    The output holds no 0x00 before the delimiter."""
     code_i = 0      # where the current block's code byte goes
     code = 1
     o = 1
-    for b in data:
+    for i in range(n):
+        b = data[i]
         if b:
             out[o] = b
             o += 1
@@ -19,12 +21,48 @@ def cobs_encode(data):
         # close the block: on a zero byte, or after 254 non-zero bytes
         out[code_i] = code
         code_i = o
-        if o == len(out):
-            out.append(0)
         o += 1
         code = 1
     out[code_i] = code
-    return bytes(out[:o])
+    out[o] = 0
+    return o + 1
+
+
+def cobs_decode_into(data, i, j, out):
+    """COBS-decode data[i:j] (no delimiter) into the bytearray `out`; returns the
+    length, or -1 if malformed or longer than `out`. Allocates nothing."""
+    o = 0
+    cap = len(out)
+    while i < j:
+        code = data[i]
+        if code == 0:
+            return -1
+        i += 1
+        end = i + code - 1
+        if end > j or o + end - i > cap:
+            return -1
+        while i < end:
+            out[o] = data[i]
+            o += 1
+            i += 1
+        if code < 0xFF and i < j:
+            if o >= cap:
+                return -1
+            out[o] = 0
+            o += 1
+    return o
+
+
+try:  # MicroPython with native code: the same two loops in viper (cobs_native.py)
+    from bus_protocol.cobs_native import cobs_decode_into, cobs_encode_into  # noqa: F811
+except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
+    pass
+
+
+def cobs_encode(data):
+    """COBS of `data` (bytes, without the delimiter)."""
+    out = bytearray(len(data) + len(data) // 254 + 2)
+    return bytes(out[:cobs_encode_into(data, len(data), out) - 1])
 
 
 def cobs_decode(data):
@@ -32,26 +70,15 @@ def cobs_decode(data):
     n = len(data)
     if n == 0:
         return None
-    out = bytearray()
-    i = 0
-    while i < n:
-        code = data[i]
-        if code == 0:
-            return None
-        i += 1
-        end = i + code - 1
-        if end > n:
-            return None
-        out += data[i:end]
-        i = end
-        if code < 0xFF and i < n:
-            out.append(0)
-    return bytes(out)
+    out = bytearray(n)
+    k = cobs_decode_into(data, 0, n, out)
+    return None if k < 0 else bytes(out[:k])
 
 
 def uart_frame(frame):
     """Bytes to write to the UART for one logical frame."""
-    return cobs_encode(frame) + b"\x00"
+    out = bytearray(len(frame) + len(frame) // 254 + 2)
+    return bytes(out[:cobs_encode_into(frame, len(frame), out)])
 
 
 class Deframer:

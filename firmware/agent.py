@@ -136,8 +136,6 @@ class LinkAgent:
         self.safety.on_sample(tick, self.q, self.qd)
         if self.safety.state == safety.BRAKED:
             self.actuate(None)  # a braked joint needs no goal
-        elif self.tick % self.status_every == 0:
-            self.send_status()
 
     def sample(self):
         if not self.hal.read():
@@ -253,6 +251,10 @@ class LinkAgent:
         # host's simulated plant on a wire of its own (hal.report), through that wire
         self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
                   getattr(self.hal, "report", None))
+        # STATUS after the torque, when the cycle's traffic is through, and staggered by
+        # link so that a chain carries about one per tick, never N at once
+        if self.tick % self.status_every == self.link % self.status_every:
+            self.send_status()
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,

@@ -29,17 +29,21 @@ def run(path="/config.json", idle_exit_ms=0):
     idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
     board, agent, node = build(cfg)
     agent.log("ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
-    gc_limit = int(cfg.get("gc_bytes", 48000))
+    # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
+    # collection never lands between K_{i-1} and K_i or the goal and the torque; a
+    # collection costs about the same however much garbage there is (mark ~ live data),
+    # and 8 cycles x ~13 KB fit a board's heap (bench: make bench)
+    gc_every = int(cfg.get("gc_every", 8))
+    gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
     gc.collect()
     idle = 0
     gc_tick = -1
     while not board.closed:
         if node.poll():
             idle = 0   # no second read now: wait() below returns at once if more is there
-        # collect garbage while the bus is quiet: after this cycle's TORQUE went out,
-        # so a collection never lands between K_{i-1} and K_i or the goal and the torque
-        if agent.acted_tick == agent.tick != gc_tick and gc.mem_alloc() > gc_limit:
-            gc_tick = agent.tick
+        t = agent.tick
+        if agent.acted_tick == t != gc_tick and t % gc_every == gc_slot:
+            gc_tick = t
             gc.collect()
             continue
         wait_ms = 10 if agent.safety.state == safety.BRAKED else 100   # keep the brake PD going

@@ -30,34 +30,6 @@ def cobs_peek(data, i, j, k):
     return None
 
 
-def cobs_decode_into(mv, i, j, out):
-    """COBS-decode mv[i:j] (a memoryview) into the preallocated bytearray `out`;
-    -> length, or -1 if malformed or too long. No allocation but small views."""
-    o = 0
-    cap = len(out)
-    while i < j:
-        code = mv[i]
-        if code == 0:
-            return -1
-        i += 1
-        end = i + code - 1
-        if end > j:
-            return -1
-        k = end - i
-        if o + k > cap:
-            return -1
-        if k:
-            out[o:o + k] = mv[i:end]
-            o += k
-        i = end
-        if code < 0xFF and i < j:
-            if o >= cap:
-                return -1
-            out[o] = 0
-            o += 1
-    return o
-
-
 _POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
 
 
@@ -83,14 +55,15 @@ class ChainNode:
         self._tx_down = bytearray()
         self._mine = []               # (buffer, length) of this round's own frames
         self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
+        self._wire = bytearray(_MAX_WIRE)   # the agent's frame, COBS-encoded
         self._batch = False
         self.forwarded = 0
         self.dropped = 0
         agent.hal.send = self.send   # the agent talks through this node
 
     def send(self, buf, n=None):
-        frame = bytes(buf[:n]) if n is not None else bytes(buf)
-        self._route(frame[2], framing.uart_frame(frame), None)
+        k = framing.cobs_encode_into(buf, len(buf) if n is None else n, self._wire)
+        self._route(buf[2], memoryview(self._wire)[:k], None)
         if not self._batch:
             self.flush()
 
@@ -121,7 +94,6 @@ class ChainNode:
         i = 0
         k = 0
         link = self.link
-        mv = memoryview(data)
         while True:
             j = data.find(b"\x00", i)
             if j < 0:
@@ -139,7 +111,7 @@ class ChainNode:
                     if dst == link or dst == m.BROADCAST:
                         mine = self._mine
                         buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
-                        nf = cobs_decode_into(mv, i, j, buf)
+                        nf = framing.cobs_decode_into(data, i, j, buf)
                         if nf < 0:
                             self.agent.decoder.bad += 1
                         else:

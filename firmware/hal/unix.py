@@ -224,6 +224,7 @@ class UnixBoard:
         self._poll = select.poll()
         for p in self.ports:
             self._poll.register(p.fileno(), select.POLLIN)
+        self._paced = baud > 0
 
     def node(self, agent):
         if self.name == "unix-pty":
@@ -239,6 +240,11 @@ class UnixBoard:
 
     def wait(self, ms):
         """Block until a port has input, a paced write is due, or ms pass. -> True if input."""
+        if not self._paced:
+            ev = self._poll.poll(ms)
+            if ev and ev[0][1] & select.POLLHUP:
+                self._hangup(ev)
+            return bool(ev)
         due = -1
         for p in self.ports:
             d = p.due_in_us()
@@ -257,12 +263,15 @@ class UnixBoard:
         if due >= 0:
             for p in self.ports:
                 p.flush()
+        self._hangup(ev)
+        return bool(ev)
+
+    def _hangup(self, ev):
         for fd, e in ev:
             if e & select.POLLHUP:   # a stream's far end closed (UDP has no such thing;
                 for p in self.ports:  # its POLLERR, an ICMP unreachable, clears on recv)
                     if p.fileno() == fd and isinstance(p, StreamPort):
                         p.hup = True
-        return bool(ev)
 
 
 def make_board(name, cfg):

@@ -1,0 +1,57 @@
+# framing.cobs_encode_into / cobs_decode_into with MicroPython's viper emitter: the
+# loops of bus_protocol/framing.py, byte for byte, ~10x faster on a node's hot path.
+# Imported by framing.py only where it compiles (MicroPython with native code); CPython
+# and ports without viper keep the pure-Python loops.
+import micropython
+
+
+@micropython.viper
+def cobs_encode_into(data, n: int, out) -> int:
+    s = ptr8(data)     # noqa: F821  (viper builtin)
+    d = ptr8(out)      # noqa: F821
+    code_i = 0
+    code = 1
+    o = 1
+    i = 0
+    while i < n:
+        b = s[i]
+        i += 1
+        if b:
+            d[o] = b
+            o += 1
+            code += 1
+            if code < 0xFF:
+                continue
+        d[code_i] = code
+        code_i = o
+        o += 1
+        code = 1
+    d[code_i] = code
+    d[o] = 0
+    return o + 1
+
+
+@micropython.viper
+def cobs_decode_into(data, i: int, j: int, out) -> int:
+    s = ptr8(data)     # noqa: F821
+    d = ptr8(out)      # noqa: F821
+    cap = int(len(out))
+    o = 0
+    while i < j:
+        code = s[i]
+        if code == 0:
+            return -1
+        i += 1
+        end = i + code - 1
+        if end > j or o + end - i > cap:
+            return -1
+        while i < end:
+            d[o] = s[i]
+            o += 1
+            i += 1
+        if code < 0xFF and i < j:
+            if o >= cap:
+                return -1
+            d[o] = 0
+            o += 1
+    return o
