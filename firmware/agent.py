@@ -79,6 +79,7 @@ class LinkAgent:
         self.q_lock = None
         self.kin_tick = -1
         self.z = (0.0, 0.0, 1.0)
+        self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
         self.p_prev = (0.0, 0.0, 0.0)
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
@@ -136,6 +137,9 @@ class LinkAgent:
         self.safety.on_sample(tick, self.q, self.qd)
         if self.safety.state == safety.BRAKED:
             self.actuate(None)  # a braked joint needs no goal
+        else:   # A_i(q) now, so that K_{i-1} -> K_i is only the composition
+            th, d, a, al = self.dh
+            self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, self.q)
 
     def sample(self):
         if not self.hal.read():
@@ -162,9 +166,9 @@ class LinkAgent:
         if v[0] != self.tick:
             self.late += 1
             return
-        th, d, a, al = self.dh
-        quat, p, vel, w, z = kinematic_bus.step(self.jtype, th, d, a, al, self.q, self.qd,
-                                                v[1:5], v[5:8], v[8:11], v[11:14])
+        rot, trans = self.a_i
+        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd,
+                                                   v[1:5], v[5:8], v[8:11], v[11:14])
         self.p_prev = (v[5], v[6], v[7])
         self.z = z
         self.quat = quat

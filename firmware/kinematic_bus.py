@@ -36,13 +36,19 @@ def dh_local(jtype, theta, d, a, alpha, q):
 
 
 def step(jtype, theta, d, a, alpha, q, qd, quat0, p0, v0, w0):
-    """K_i from K_{i-1} = (quat0, p0, v0, w0) and the sensed joint (q, qd).
+    """K_i from K_{i-1} = (quat0, p0, v0, w0) and the sensed joint (q, qd)."""
+    rot, trans = dh_local(jtype, theta, d, a, alpha, q)
+    return compose(jtype, rot, trans, qd, quat0, p0, v0, w0)
+
+
+def compose(jtype, rot, trans, qd, quat0, p0, v0, w0):
+    """K_i from K_{i-1} and the link's own A_i(q) = (rot, trans) (an agent computes
+    A_i when it samples, so only this is left when K_{i-1} arrives):
 
         R_i = R_{i-1} rot(A_i)          p_i = p_{i-1} + R_{i-1} trans(A_i)
         w_i = w_{i-1} + z qd  (revolute) | w_{i-1}  (prismatic)
         v_i = v_{i-1} + w_i x (p_i - p_{i-1})  [+ z qd  (prismatic)]
     with z = R_{i-1}[:, 2], the joint axis. Returns (quat, p, v, w, z)."""
-    rot, trans = dh_local(jtype, theta, d, a, alpha, q)
     z = qaxis_z(quat0)
     quat = qnormalize(qmul(quat0, rot))
     r = qrot(quat0, trans)

@@ -133,14 +133,7 @@ class ChainNode:
             k += self._pump(self.down, 1)
         if k:
             mine = self._mine
-            # passing traffic first (cut-through), except when this node is about to send
-            # K_i: then a passing SYNC rides in the same write as K_i, so the next node
-            # wakes once for both (it samples on SYNC just before it needs the joint)
-            for f in mine:
-                if f[0][0] == m.KINEMATIC:
-                    break
-            else:
-                self.flush()
+            self.flush()   # passing traffic first (cut-through): SYNC runs ahead of K
             for f in mine:
                 self.agent.receive(f[0], f[1])
             del mine[:]

@@ -57,16 +57,19 @@ def _die_with_parent():
         pass
 
 
-def _node_preexec(realtime):
+def _node_preexec(realtime, link=0):
     """In the child: die with the host; with `realtime`, run SCHED_FIFO like a node's
     firmware owns its MCU (the nodes block in poll(), so they never starve the host;
     the kernel's RT throttling bounds them anyway). Silently normal where not allowed."""
     _die_with_parent()
     if realtime:
         try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+            pr = RT_PRIORITY + (link if os.environ.get("LT_PRIO") else 0)
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(pr))
         except (OSError, AttributeError):
             pass
+    if os.environ.get("LT_PIN"):
+        os.sched_setaffinity(0, {int(os.environ["LT_PIN"])})
 
 
 @atexit.register
@@ -190,7 +193,7 @@ class Cluster:
                      "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
             p = subprocess.Popen([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
                                  cwd=str(ROOT), start_new_session=True,
-                                 preexec_fn=lambda: _node_preexec(self.realtime))
+                                 preexec_fn=lambda i=i: _node_preexec(self.realtime, i + 1))
             self.procs.append(p)
         self.wait_ready()
         self._close_fds()   # the children hold their ends now; the host keeps only its own
@@ -269,7 +272,7 @@ class Cluster:
         for log in self.logs:
             log.close()
         self.logs = []
-        if self._own_dir:
+        if self._own_dir and not os.environ.get('LT_KEEP'):
             shutil.rmtree(self.dir, ignore_errors=True)
         _LIVE.discard(self)
 
@@ -390,7 +393,9 @@ class no_host_gc:
         self.policy = None
         try:
             self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY + 1))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY + 1 + (40 if os.environ.get("LT_PRIO") else 0)))
+            if os.environ.get("LT_HOSTPIN"):
+                os.sched_setaffinity(0, {int(os.environ["LT_HOSTPIN"])})
         except (OSError, AttributeError):
             self.policy = None
 
