@@ -50,6 +50,7 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["bus"] = getattr(loop, "bus_kind", opts.get("bus"))
         summary["baud"] = opts.get("baud", 0)
         summary["late_host_ticks"] = loop.late_start
+        summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
         ct = getattr(loop, "cycle_times", None)
         if ct:
             a = np.sort(np.array(ct)) * 1e3

@@ -13,6 +13,7 @@ import pytest
 
 from bus_protocol import can_ids, framing
 from bus_protocol import messages as m
+from tests.conftest import run_micropython
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_SCRIPT = ROOT / "tests" / "mp_fuzz_decoder.py"
@@ -365,3 +366,36 @@ def test_mpy_cross_armv6m(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, f.name + ": " + proc.stderr
         assert out.stat().st_size > 0
+
+
+def test_cobs_viper_loops_match_the_python_loops_under_micropython():
+    """framing.cobs_encode_into / cobs_decode_into are the viper loops under MicroPython
+    (bus_protocol/cobs_native.py): byte-identical to the pure-Python loops, malformed
+    input included (the same -1), for every length up to past one 254-byte block."""
+    code = '''
+import random
+from bus_protocol import framing, cobs_native
+assert framing.cobs_encode_into is cobs_native.cobs_encode_into
+exec(open("bus_protocol/framing.py").read().split("try:  # MicroPython with native")[0], g := {})
+random.seed(7)
+diff = 0
+cases = 0
+for n in list(range(0, 300)) * 3:
+    d = bytes([random.getrandbits(8) if random.getrandbits(2) else 0 for _ in range(n)])
+    a = bytearray(n + n // 254 + 2)
+    b = bytearray(n + n // 254 + 2)
+    ka = framing.cobs_encode_into(d, n, a)
+    kb = g["cobs_encode_into"](d, n, b)
+    diff += ka != kb or bytes(a[:ka]) != bytes(b[:kb]) or bytes(a[:ka - 1]).find(b"\\x00") >= 0
+    for src in (bytes(a[:ka - 1]), bytes([random.getrandbits(8) for _ in range(n % 70)])):
+        for cap in (len(src), 8):
+            oa = bytearray(cap)
+            ob = bytearray(cap)
+            ra = framing.cobs_decode_into(src, 0, len(src), oa)
+            rb = g["cobs_decode_into"](src, 0, len(src), ob)
+            diff += ra != rb or (ra >= 0 and bytes(oa[:ra]) != bytes(ob[:rb]))
+            cases += 1
+print(cases, diff)
+'''
+    cases, diff = run_micropython(code).split()
+    assert int(cases) == 3600 and int(diff) == 0

@@ -99,3 +99,34 @@ def test_processes_are_cleaned_up_on_interrupt(tmp_path):
     assert s["status"] == "aborted" and "interrupt" in s["reason"]
     time.sleep(0.2)
     assert not _alive(seen["pids"])
+
+
+def _wall_loop():
+    from host.runners import inprocess
+    from host.runners.base import ControlLoop
+    loop = ControlLoop(_short(seconds=0.5), "inprocess", clock="wall")
+    bus = inprocess.LoopbackBus([], loop.gp.on_frame)
+    bus.agents = inprocess.make_agents(loop.sc, bus.send)
+    return loop, bus
+
+
+def test_a_host_stall_moves_the_schedule_and_is_not_a_missed_cycle():
+    """Wall clock: when the simulator itself opens a tick late (here a 40 ms stall after
+    t = 0.2 s), the schedule moves and the bus keeps its whole period: counted in
+    late_start / host_lag_max, not as a missed cycle. A tick whose torques do not all
+    come back is a missed cycle."""
+    loop, bus = _wall_loop()
+    stalled = []
+
+    def progress(t, total):
+        if t >= 0.2 and not stalled:
+            stalled.append(t)
+            time.sleep(0.04)
+    assert loop.run(lambda frames, k: bus.run(frames), progress) == "ok"
+    assert loop.missed_cycles == 0
+    assert loop.late_start == 1 and 0.025 < loop.host_lag_max < 0.2   # 40 ms less the tick's slack
+    assert loop.wall_seconds > 0.5 + 0.025   # the stall is in the run's wall time
+
+    loop, bus = _wall_loop()
+    assert loop.run(lambda frames, k: None if k == 30 else bus.run(frames)) == "ok"
+    assert loop.missed_cycles == 1 and loop.late_start == 0

@@ -41,7 +41,9 @@ class ControlLoop:
         self.missed_cycles = 0
         self.late = False         # this tick's torques missed their deadline
         self.deadline = None      # wall clock: perf_counter() time by which this tick's torques are due
-        self.late_start = 0       # wall clock: ticks the host itself opened after their deadline
+        self.late_start = 0       # wall clock: ticks the host itself opened over host_late_s late
+        self.host_late_s = 0.001
+        self.host_lag_max = 0.0   # wall clock: the longest the host opened a tick late (s)
         self.status = "ok"
         self.reason = ""
         self.traceback = ""
@@ -60,7 +62,7 @@ class ControlLoop:
 
     def run(self, exchange, progress=None):
         sc, plant, gp = self.sc, self.plant, self.gp
-        wall0 = time.perf_counter()
+        start = wall0 = time.perf_counter()
         steps = list(self.tick_steps())
         wall = self.clock == "wall"
         try:
@@ -72,14 +74,19 @@ class ControlLoop:
                 frames = self.hw.sense_frames(k) + gp.begin(k, t)
                 if wall:   # real time: tick k opens at t (frames ready), its torques are due at the next tick
                     if j == 0:
-                        wall0 = time.perf_counter()
-                    t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
-                    self.deadline = wall0 + t_next
+                        start = wall0 = time.perf_counter()
                     lag = wall0 + t - time.perf_counter()
                     if lag > 0:
                         time.sleep(lag)
-                    elif -lag > t_next - t:
-                        self.late_start += 1
+                    else:   # the simulator itself is late (plant step, a stall of the host
+                        # process): the simulated world waits for it, so the schedule moves
+                        # and the bus keeps its whole period; counted apart from missed cycles
+                        wall0 -= lag
+                        if -lag > self.host_late_s:
+                            self.late_start += 1
+                        self.host_lag_max = max(self.host_lag_max, -lag)
+                    t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
+                    self.deadline = wall0 + t_next
                 exchange(frames, k)
                 self.late = not gp.complete
                 if self.late:
@@ -97,7 +104,7 @@ class ControlLoop:
         except Exception as e:  # a run that aborts still leaves its log and the reason
             self.status, self.reason = "aborted", "%s: %s" % (type(e).__name__, e)
             self.traceback = traceback.format_exc()
-        self.wall_seconds = time.perf_counter() - wall0
+        self.wall_seconds = time.perf_counter() - start
         return self.status
 
     def record(self, k, t):

@@ -46,7 +46,18 @@ def micropython_path():
     return found
 
 
-RT_PRIORITY = 10   # SCHED_FIFO priority of the link processes where allowed
+RT_PRIORITY = 10   # SCHED_FIFO priorities where allowed: links 10 + N - i, the host above
+MAX_LINKS_RT = 40  # priorities stay within 10..51 (Linux allows 1..99)
+
+
+def link_priority(link, n):
+    """Base-ward links run first: a cycle's work flows base to tip (SYNC handling, then
+    K_{i-1} -> K_i), so on two shared cores link i is never queued behind link j > i."""
+    return RT_PRIORITY + max(0, min(n, MAX_LINKS_RT) - link)
+
+
+def host_priority(n):
+    return RT_PRIORITY + min(n, MAX_LINKS_RT) + 1
 
 
 def _die_with_parent():
@@ -57,19 +68,16 @@ def _die_with_parent():
         pass
 
 
-def _node_preexec(realtime, link=0):
+def _node_preexec(realtime, priority):
     """In the child: die with the host; with `realtime`, run SCHED_FIFO like a node's
     firmware owns its MCU (the nodes block in poll(), so they never starve the host;
     the kernel's RT throttling bounds them anyway). Silently normal where not allowed."""
     _die_with_parent()
     if realtime:
         try:
-            pr = RT_PRIORITY + (link if os.environ.get("LT_PRIO") else 0)
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(pr))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
         except (OSError, AttributeError):
             pass
-    if os.environ.get("LT_PIN"):
-        os.sched_setaffinity(0, {int(os.environ["LT_PIN"])})
 
 
 @atexit.register
@@ -193,7 +201,7 @@ class Cluster:
                      "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
             p = subprocess.Popen([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
                                  cwd=str(ROOT), start_new_session=True,
-                                 preexec_fn=lambda i=i: _node_preexec(self.realtime, i + 1))
+                                 preexec_fn=lambda i=i: _node_preexec(self.realtime, link_priority(i + 1, n)))
             self.procs.append(p)
         self.wait_ready()
         self._close_fds()   # the children hold their ends now; the host keeps only its own
@@ -272,7 +280,7 @@ class Cluster:
         for log in self.logs:
             log.close()
         self.logs = []
-        if self._own_dir and not os.environ.get('LT_KEEP'):
+        if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         _LIVE.discard(self)
 
@@ -382,7 +390,10 @@ class no_host_gc:
     """The host as a real-time loop for a wall-clock run: the cyclic garbage collector off
     (its pauses grow with the recorded time series and would land inside control periods;
     reference counting still frees everything the loop allocates) and, where allowed,
-    SCHED_FIFO one above the nodes so its tick sleeps end on time."""
+    SCHED_FIFO above the nodes so its tick sleeps end on time."""
+
+    def __init__(self, n_links=MAX_LINKS_RT):
+        self.n = n_links
 
     def __enter__(self):
         import gc
@@ -393,9 +404,7 @@ class no_host_gc:
         self.policy = None
         try:
             self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY + 1 + (40 if os.environ.get("LT_PRIO") else 0)))
-            if os.environ.get("LT_HOSTPIN"):
-                os.sched_setaffinity(0, {int(os.environ["LT_HOSTPIN"])})
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(host_priority(self.n)))
         except (OSError, AttributeError):
             self.policy = None
 
@@ -432,7 +441,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="pty", joi
     try:
         loop.node_ready = cluster.ready_lines
         exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
-        with no_host_gc():
+        with no_host_gc(loop.sc.n):
             loop.run(exchange, progress)
         if loop.status == "ok":
             drain(loop, cluster.transport)
