@@ -140,8 +140,9 @@ def main(argv=None):
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes)")
-    r.add_argument("--wire", choices=("pty", "socket"), default="pty",
-                   help="uart wires between processes: pty pairs or AF_UNIX socketpairs")
+    r.add_argument("--wire", choices=("socket", "pty"), default="socket",
+                   help="uart wires between processes: AF_UNIX socketpairs or pty pairs (slower: "
+                        "a kernel worker thread per write)")
     r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
                    help="processes: joint states and torques on wires of their own (like a board's "
                         "encoder and motor) or on the bus")

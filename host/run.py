@@ -51,6 +51,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["baud"] = opts.get("baud", 0)
         summary["late_host_ticks"] = loop.late_start
         summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
+        if getattr(loop, "late_detail", None):
+            summary["late_cycles"] = loop.late_detail
         ct = getattr(loop, "cycle_times", None)
         if ct:
             a = np.sort(np.array(ct)) * 1e3

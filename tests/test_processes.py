@@ -49,17 +49,17 @@ def test_processes_mode_tracks_like_inprocess(bus, inprocess_ref, tmp_path):
     assert len(s["nodes"]) == 10
     assert abs(s["e_rms_m"] - inprocess_ref["e_rms_m"]) <= 0.2 * inprocess_ref["e_rms_m"]
     ticks = int(SECONDS * 120)
-    # wall clock on a shared 2-core VM: some late cycles happen (the UART chain has 4N
-    # sequential hops per cycle, ~5 ms of the 8.3 ms period here); many are a bug
-    assert s["missed_cycles"] <= (0.25 if bus == "uart" else 0.05) * ticks, s["missed_cycles"]
+    # wall clock on a shared 2-core VM: an odd late cycle happens (the UART chain has 3N
+    # sequential hops per cycle, ~4 ms of the 8.3 ms period here); more than 2 % is a bug
+    assert s["missed_cycles"] <= 0.02 * ticks, (s["missed_cycles"], s.get("late_cycles"))
     assert 0.9 < s["realtime_factor"] < 1.1
     assert "ready: link 10" in (out / "run.log").read_text()
 
 
-@pytest.mark.parametrize("bus", ["uart", "can"])
-def test_lockstep_is_synthetic_and_matches_inprocess(bus, tmp_path):
+@pytest.mark.parametrize("bus,wire", [("uart", "socket"), ("uart", "pty"), ("can", None)])
+def test_lockstep_is_synthetic_and_matches_inprocess(bus, wire, tmp_path):
     s, _ = run_scenario(_short(seconds=1.0), tmp_path, mode="processes", quiet=True, make_plots=False,
-                        bus=bus, lockstep=True)
+                        bus=bus, lockstep=True, wire=wire or "socket")
     ref, _ = run_scenario(_short(seconds=1.0), tmp_path / "i", quiet=True, make_plots=False)
     assert s["status"] == "ok" and s["clock"] == "synthetic" and s["missed_cycles"] == 0
     assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 1e-6 + 1e-3 * ref["e_rms_m"]
