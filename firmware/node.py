@@ -40,8 +40,9 @@ class ChainNode:
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
       agent out: dst > link -> down; else up; BROADCAST -> both.
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
-    decoded) and before the agent works on its own (cut-through); each port gets one
-    write per poll round, so a burst wakes the next node once."""
+    decoded) and before the agent works on its own (cut-through): a SYNC runs down the
+    chain ahead of the kinematic wave, so each agent has sampled its joint and built
+    A_i(q) by the time K_{i-1} reaches it."""
 
     def __init__(self, agent, up, down=None, bufsize=256):
         self.agent = agent

@@ -1,6 +1,7 @@
 """`linkteam run`: scenario -> runner -> run directory (summary.json, timeseries.npz,
 run.log, PNG plots). Whatever happens, the directory gets the log and the reason."""
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -11,11 +12,22 @@ from host import logs, metrics, plots
 from host.runners.base import ControlLoop
 
 
+def vm_steal_ms():
+    """Steal time of all CPUs so far (Linux /proc/stat, 10 ms resolution), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
     out_dir = Path(out_dir or Path("runs") / sc.name)
     log_lines = ["scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)]
     loop = ControlLoop(sc, mode)
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
+    steal0 = vm_steal_ms()
     if mode == "inprocess":
         from host.runners import inprocess
         inprocess.run(loop, progress)
@@ -51,6 +63,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["baud"] = opts.get("baud", 0)
         summary["late_host_ticks"] = loop.late_start
         summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
+        if steal0 is not None:   # time the hypervisor ran something else on our vCPUs
+            summary["vm_steal_ms"] = vm_steal_ms() - steal0
         if getattr(loop, "late_detail", None):
             summary["late_cycles"] = loop.late_detail
         ct = getattr(loop, "cycle_times", None)
