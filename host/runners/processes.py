@@ -59,11 +59,12 @@ def link_priority(link, n):
     return RT_PRIORITY + max(1, min(n, MAX_LINKS_RT) - link + 1)
 
 
-def host_priority():
+def host_priority(sending=False):
     """Below every link: on a shared core a link's work (forwarding the goal, its torque)
     comes before the host taking in torque reports one by one; the host still preempts
-    every ordinary process, and at a tick's opening the links are idle."""
-    return RT_PRIORITY
+    every ordinary process, and at a tick's opening the links are idle. Above every link
+    while it sends (sending_priority)."""
+    return RT_PRIORITY + MAX_LINKS_RT + 1 if sending else RT_PRIORITY
 
 
 def _die_with_parent():
@@ -356,15 +357,20 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
 
     t_goal = [None]
 
+    def send(frames):   # a fan-out leaves whole before the links it wakes run (sending_priority)
+        with sending_priority():
+            transport.send_batch(frames)
+
     def exchange(frames, k):
         t0 = perf_counter()
         t_goal[0] = None
         if io is not None:
-            for f in frames:
-                if f[0] == m.JOINT_STATE:
-                    io.send(f)
+            with sending_priority():
+                for f in frames:
+                    if f[0] == m.JOINT_STATE:
+                        io.send(f)
             frames = [f for f in frames if f[0] != m.JOINT_STATE]
-        transport.send_batch(frames)
+        send(frames)
         deadline = None if lockstep else loop.deadline
         limit = t0 + timeout
         if deadline is not None:
@@ -396,11 +402,28 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                 continue
             out = gp.on_frame(f)
             if out:
-                transport.send_batch(out)
+                send(out)
                 t_goal[0] = perf_counter()
     loop.slack = []
     loop.late_detail = []
     return exchange
+
+
+class sending_priority:
+    """While the host sends, it runs above the links (host_priority(sending=True)): an
+    emulated broadcast is N datagrams, and a link woken by the first must not run before
+    the host has sent the rest. A no-op where the host is not SCHED_FIFO."""
+
+    def __enter__(self):
+        if _HOST_RT[0]:
+            os.sched_setparam(0, os.sched_param(host_priority(sending=True)))
+
+    def __exit__(self, *exc):
+        if _HOST_RT[0]:
+            os.sched_setparam(0, os.sched_param(host_priority()))
+
+
+_HOST_RT = [False]   # the host runs SCHED_FIFO (set by no_host_gc)
 
 
 class no_host_gc:
@@ -419,11 +442,13 @@ class no_host_gc:
         try:
             self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(host_priority()))
+            _HOST_RT[0] = True
         except (OSError, AttributeError):
             self.policy = None
 
     def __exit__(self, *exc):
         import gc
+        _HOST_RT[0] = False
         if self.policy is not None:
             try:
                 os.sched_setscheduler(0, self.policy[0], self.policy[1])
