@@ -32,7 +32,7 @@ def run(path="/config.json", idle_exit_ms=0):
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
     # collection never lands between K_{i-1} and K_i or the goal and the torque; a
     # collection costs about the same however much garbage there is (mark ~ live data),
-    # and 8 cycles x ~13 KB fit a board's heap (bench: make bench)
+    # and 8 cycles x ~11 KB fit a board's heap (bench: make bench)
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
     gc.collect()

@@ -242,8 +242,7 @@ class UnixBoard:
         """Block until a port has input, a paced write is due, or ms pass. -> True if input."""
         if not self._paced:
             ev = self._poll.poll(ms)
-            if ev and ev[0][1] & select.POLLHUP:
-                self._hangup(ev)
+            self._hangup(ev)
             return bool(ev)
         due = -1
         for p in self.ports:

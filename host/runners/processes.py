@@ -357,20 +357,16 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
 
     t_goal = [None]
 
-    def send(frames):   # a fan-out leaves whole before the links it wakes run (sending_priority)
-        with sending_priority():
-            transport.send_batch(frames)
-
     def exchange(frames, k):
         t0 = perf_counter()
         t_goal[0] = None
-        if io is not None:
-            with sending_priority():
+        with sending_priority():
+            if io is not None:
                 for f in frames:
                     if f[0] == m.JOINT_STATE:
                         io.send(f)
-            frames = [f for f in frames if f[0] != m.JOINT_STATE]
-        send(frames)
+                frames = [f for f in frames if f[0] != m.JOINT_STATE]
+            transport.send_batch(frames)
         deadline = None if lockstep else loop.deadline
         limit = t0 + timeout
         if deadline is not None:
@@ -402,7 +398,8 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                 continue
             out = gp.on_frame(f)
             if out:
-                send(out)
+                with sending_priority():
+                    transport.send_batch(out)
                 t_goal[0] = perf_counter()
     loop.slack = []
     loop.late_detail = []
@@ -413,17 +410,15 @@ class sending_priority:
     """While the host sends, it runs above the links (host_priority(sending=True)): an
     emulated broadcast is N datagrams, and a link woken by the first must not run before
     the host has sent the rest. A no-op where the host is not SCHED_FIFO."""
+    enabled = False   # set by no_host_gc when the host runs SCHED_FIFO
 
     def __enter__(self):
-        if _HOST_RT[0]:
+        if sending_priority.enabled:
             os.sched_setparam(0, os.sched_param(host_priority(sending=True)))
 
     def __exit__(self, *exc):
-        if _HOST_RT[0]:
+        if sending_priority.enabled:
             os.sched_setparam(0, os.sched_param(host_priority()))
-
-
-_HOST_RT = [False]   # the host runs SCHED_FIFO (set by no_host_gc)
 
 
 class no_host_gc:
@@ -442,13 +437,13 @@ class no_host_gc:
         try:
             self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(host_priority()))
-            _HOST_RT[0] = True
+            sending_priority.enabled = True
         except (OSError, AttributeError):
             self.policy = None
 
     def __exit__(self, *exc):
         import gc
-        _HOST_RT[0] = False
+        sending_priority.enabled = False
         if self.policy is not None:
             try:
                 os.sched_setscheduler(0, self.policy[0], self.policy[1])
