@@ -325,9 +325,6 @@ class JointIO:
         self.sock.close()
 
 
-TORQUE_BATCH_S = 0.0005   # the host looks at the joint wires this often once the goal is out
-
-
 def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
     """The runner's half of a cycle: send the host's frames, feed what comes back to the
     goal process until every torque of the tick is in or the tick's deadline passes.
@@ -335,7 +332,6 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
     wires, and the bus carries the rest."""
     gp = loop.gp
     from time import perf_counter
-    t_goal = [None]   # when this tick's goal left the host (perf_counter), else None
 
     times = loop.cycle_times = []
     if io is not None:
@@ -351,16 +347,15 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                     gp.on_frame(r)
                 if gp.complete:
                     return None
-                if t_goal[0] is not None:   # the goal is out: take the torque reports in
-                    time.sleep(min(wait, TORQUE_BATCH_S))   # batches, not one wake-up each
-                else:
-                    poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
+                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
                 f = transport.recv(0)
             for r in io.recv_all():
                 gp.on_frame(r)
             return f
     else:
         recv = transport.recv
+
+    t_goal = [None]
 
     def exchange(frames, k):
         t0 = perf_counter()
