@@ -35,20 +35,27 @@ _POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadca
 
 class ChainNode:
     """UART daisy chain (DESIGN 1): `up` leads toward the base and the host, `down` toward
-    the tip (None on the last link). Routing by destination address:
+    the tip (None on the last link of a plain chain). Routing by destination address:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
       agent out: dst > link -> down; else up; BROADCAST -> both.
+    With `ring` the tip's down port is a return wire to the host (hardware/wiring.md):
+    frames for the host go down on every node and leave the tip straight to the host,
+    so K_N, assertions and reports cross one wire instead of N base-ward hops; the tip
+    passes nothing else onto it.
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
     decoded) and before the agent works on its own (cut-through): a SYNC runs down the
     chain ahead of the kinematic wave, so each agent has sampled its joint and built
     A_i(q) by the time K_{i-1} reaches it."""
 
-    def __init__(self, agent, up, down=None, bufsize=256):
+    def __init__(self, agent, up, down=None, bufsize=256, ring=False):
         self.agent = agent
         self.link = agent.link
         self.up = up
         self.down = down
+        tip = agent.link == agent.n_links
+        self.to_links = None if ring and tip else down   # toward links > this one
+        self.to_host = down if ring and down is not None else up
         self._rx = bytearray(bufsize)
         self._rxv = memoryview(self._rx)
         self._carry = [b"", b""]      # partial COBS run per port (up, down)
@@ -77,10 +84,18 @@ class ChainNode:
             self._tx_up = bytearray()
 
     def _route(self, dst, wire, came_from):
-        if dst == m.BROADCAST or (dst != m.HOST and dst > self.link):
-            if self.down is not None and came_from is not self.down:
+        if dst == m.HOST:
+            if came_from is self.to_host:   # host-bound against the flow: a node
+                self.dropped += 1            # configured for the other topology
+            elif self.to_host is self.up:
+                self._tx_up += wire
+            else:
                 self._tx_down += wire
-        if dst == m.BROADCAST or dst == m.HOST or dst < self.link:
+            return
+        if dst == m.BROADCAST or dst > self.link:
+            if self.to_links is not None and came_from is not self.down:
+                self._tx_down += wire
+        if dst == m.BROADCAST or dst < self.link:
             if came_from is not self.up:
                 self._tx_up += wire
 

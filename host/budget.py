@@ -5,6 +5,8 @@ frame sizes (bus_protocol) and per-hop compute (measured under MicroPython, or g
 The latency is a small discrete-event simulation of one cycle (DESIGN 6): lines are
 FIFO and store-and-forward (a frame is usable when its last byte has arrived); UART has
 one line per direction per segment, CAN one shared medium (arbitration order ignored).
+A UART ring (topology "ring", the default) adds the return line tip -> host and sends
+every frame for the host down the chain and over it; a "chain" sends them up.
 Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 (K_{i-1} -> K_i) or `goal_us` (GOAL -> TORQUE); the host turns K_N into the goal in
 `host_us`. DESIGN 6: the whole chain must fit inside one control period."""
@@ -82,7 +84,7 @@ class _Line:
         return self.free
 
 
-def simulate(n, bus, plant="bus", compute=None):
+def simulate(n, bus, plant="bus", compute=None, topology="ring"):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
     kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
     c = dict(DEFAULT_COMPUTE)
@@ -95,7 +97,9 @@ def simulate(n, bus, plant="bus", compute=None):
     ev = []
     seq = [0]
     chain = kind == "uart"
+    ring = chain and topology == "ring"
     medium = _Line()
+    ret = _Line()                            # ring: the tip's down port -> the host
     down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
     up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
 
@@ -113,6 +117,12 @@ def simulate(n, bus, plant="bus", compute=None):
             for d in targets:
                 if d != src:
                     push(arr, d, frame)
+            return
+        if dst == m.HOST and ring:
+            if src < n:
+                push(down[src + 1].send(t, dt), src + 1, frame)
+            else:
+                push(ret.send(t, dt), 0, frame)
             return
         if dst == m.BROADCAST or (dst != m.HOST and dst > src):
             if src < n:
@@ -151,10 +161,10 @@ def simulate(n, bus, plant="bus", compute=None):
                 if plant != "bus":   # the torque acts at the node (+ one wire hop to the plant)
                     done = acted + (w * us if plant == "wire" else 0.0)
                     t_end = done if t_end is None else max(t_end, done)
-    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1]
+    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret]
     bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant))
     busiest = max(ln.busy for ln in lines)
-    return {"bus": kind, "links": n, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
+    return {"bus": kind, "links": n, "topology": topology if chain else None, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
 
 
@@ -174,10 +184,11 @@ def measure_compute(micropython=None):
     return vals
 
 
-def report(n, bus, rate, plant="bus", compute=None):
-    r = simulate(n, bus, plant, compute)
+def report(n, bus, rate, plant="bus", compute=None, topology="ring"):
+    r = simulate(n, bus, plant, compute, topology)
     period = 1.0 / rate
-    lines = ["%d links on %s, plant %r: the cycle ends when %s" % (n, bus, plant, PLANTS[plant][2]),
+    lines = ["%d links on %s%s, plant %r: the cycle ends when %s" % (
+                 n, bus, " (%s)" % topology if r["topology"] else "", plant, PLANTS[plant][2]),
              "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
              "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
              "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),

@@ -11,7 +11,8 @@ def cmd_run(a):
     sc = load(a.scenario)
     opts = {}
     if a.mode == "processes":
-        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io}
+        opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
+                "topology": a.topology}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
@@ -120,7 +121,7 @@ def cmd_scan(a):
 
 def cmd_budget(a):
     from host import budget
-    print(budget.report(a.links, a.bus, a.rate, plant=a.plant))
+    print(budget.report(a.links, a.bus, a.rate, plant=a.plant, topology=a.topology))
     return 0
 
 
@@ -143,6 +144,9 @@ def main(argv=None):
     r.add_argument("--wire", choices=("socket", "pty"), default="socket",
                    help="uart wires between processes: AF_UNIX socketpairs or pty pairs (slower: "
                         "a kernel worker thread per write)")
+    r.add_argument("--topology", choices=("ring", "chain"), default="ring",
+                   help="uart: a ring (the tip's down port wired back to the host, so frames for "
+                        "the host cross one wire instead of N hops; hardware/wiring.md) or a plain chain")
     r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
                    help="processes: joint states and torques on wires of their own (like a board's "
                         "encoder and motor) or on the bus")
@@ -184,6 +188,8 @@ def main(argv=None):
     g.add_argument("--plant", choices=("bus", "wire", "real"), default="real",
                    help="real: boards drive their joints (TORQUE frames are telemetry); bus: a simulated "
                         "plant fed over the bus (HIL); wire: joint I/O on wires of its own (processes mode)")
+    g.add_argument("--topology", choices=("ring", "chain"), default="ring",
+                   help="uart: ring (tip wired back to the host) or plain chain")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

@@ -61,6 +61,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     if mode != "inprocess":
         summary["bus"] = getattr(loop, "bus_kind", opts.get("bus"))
         summary["baud"] = opts.get("baud", 0)
+        if getattr(loop, "topology", None):
+            summary["topology"] = loop.topology
         summary["late_host_ticks"] = loop.late_start
         summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
         if steal0 is not None:   # time the hypervisor ran something else on our vCPUs

@@ -351,9 +351,10 @@ def board_qs(hals):
     return [h.q for h in hals]
 
 
-@check("chain_two_nodes_full_cycle")
-def _():
-    cfgs = [rp2_cfg(1), rp2_cfg(2)]
+def chain_cycle(ring):
+    """One cycle on two rp2 nodes; with `ring` link 2's down UART is wired back to a
+    second host UART (the return wire) and every frame for the host must come that way."""
+    cfgs = [rp2_cfg(1, bus={"ring": ring}), rp2_cfg(2, bus={"ring": ring})]
     hals = []
     nodes = []
     ports = []
@@ -362,12 +363,18 @@ def _():
         pio_attach(hal)
         hals.append(hal)
         ports.append(p)
-    assert ports[1]["down"] is None                # last link: no down port
     host_uart = machine.UART(0)
     machine.wire(host_uart, ports[0]["up"].uart)
     machine.wire(ports[0]["down"].uart, ports[1]["up"].uart)
+    host_in = [host_uart]
+    if ring:
+        host_ret = machine.UART(1)
+        machine.wire(ports[1]["down"].uart, host_ret)   # the tip's down port: the return wire
+        host_in.append(host_ret)
+    else:
+        assert ports[1]["down"] is None                # last link of a plain chain: no down port
     for c, hal, p in zip(cfgs, hals, ports):
-        nodes.append(ChainNode(LinkAgent(c, hal), p["up"], p["down"]))
+        nodes.append(ChainNode(LinkAgent(c, hal), p["up"], p["down"], ring=p["ring"]))
     # joint 1 at +0.3 rad, joint 2 at -0.6 rad (counts of a 20000-count joint rev)
     set_counts(hals[0], 955)
     set_counts(hals[1], -1910)
@@ -376,17 +383,23 @@ def _():
     host = Host(5)
     for f in host.start():
         host_uart.write(framing.uart_frame(f))
-    deframer = framing.Deframer()
+    deframers = [framing.Deframer() for _ in host_in]
+    per_port = [0] * len(host_in)
     buf = bytearray(256)
     for _ in range(50):
         for nd in nodes:
             nd.poll()
-        n = host_uart.readinto(buf)
-        if n:
-            for f in deframer.feed(bytes(buf[:n])):
-                for g in host.on_frame(f):
-                    host_uart.write(framing.uart_frame(g))
+        for j in range(len(host_in)):
+            n = host_in[j].readinto(buf)
+            if n:
+                for f in deframers[j].feed(bytes(buf[:n])):
+                    per_port[j] += 1
+                    for g in host.on_frame(f):
+                        host_uart.write(framing.uart_frame(g))
     assert sorted(host.torques) == [1, 2], host.got
+    if ring:   # everything came round the ring, and none of the host's own frames did
+        assert per_port[0] == 0 and per_port[1] == len(host.got), per_port
+        assert all(src != m.HOST for _, src in host.got), host.got
     # link 2's gravity ASSERT reaches the host before its KINEMATIC (FIFO on the chain)
     order = [x for x in host.got if x[1] == 2 and x[0] in (m.ASSERT, m.KINEMATIC)]
     assert order == [(m.ASSERT, 2), (m.KINEMATIC, 2)], order
@@ -398,8 +411,22 @@ def _():
         assert close(hals[i].u, ref[i], 1e-5)      # JOINT_STATE carries q as f32
         assert close(hals[i].duty, hals[i].duty_for(hals[i].u, 0.0), 1e-12)
     assert hals[0]._pwm.duty_u16() == int(abs(hals[0].duty) * 65535 + 0.5)
-    assert nodes[0].forwarded >= 3                 # node 1 relayed node 2's traffic
+    # node 1 relayed node 2's traffic (chain) / node 2 relayed node 1's (ring)
+    assert nodes[1 if ring else 0].forwarded >= (2 if ring else 3), [nd.forwarded for nd in nodes]
+    assert nodes[0].dropped == nodes[1].dropped == 0
+    return hals
+
+
+@check("chain_two_nodes_full_cycle")
+def _():
+    hals = chain_cycle(False)
     print("TORQUES chain " + json.dumps([hals[0].u, hals[1].u]))
+
+
+@check("ring_two_nodes_full_cycle")
+def _():
+    hals = chain_cycle(True)
+    print("TORQUES ring " + json.dumps([hals[0].u, hals[1].u]))
 
 
 def can_cycle(fd):

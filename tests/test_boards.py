@@ -1,7 +1,7 @@
 """Board HALs (firmware/hal/rp2_uart.py, stm32_can.py) through fake machine/rp2/pyb
 modules (tests/fakes), under the real MicroPython unix port and under CPython: encoder
 counts -> rad (the PIO quadrature program itself runs in the fake rp2's interpreter),
-velocity filter, torque -> duty, brake pin, range sensors, a 2-node UART chain cycle,
+velocity filter, torque -> duty, brake pin, range sensors, 2-node UART chain and ring cycles,
 CAN / CAN-FD cycles with FIFO order on the wire, fragmentation, Reassembler drops."""
 import json
 import re
@@ -42,10 +42,10 @@ def torques(out):
             if ln.startswith("TORQUES ")}
 
 
-def test_same_torques_on_chain_can_canfd_and_both_interpreters(outputs):
+def test_same_torques_on_chain_ring_can_canfd_and_both_interpreters(outputs):
     t_mp = torques(outputs["micropython"])
     t_cp = torques(outputs["cpython"])
-    assert set(t_mp) == {"chain", "can", "canfd"}
+    assert set(t_mp) == {"chain", "ring", "can", "canfd"}
     for mode in t_mp:
         assert t_mp[mode] == pytest.approx(t_cp[mode], rel=1e-12)
         assert t_mp[mode] == pytest.approx(t_mp["chain"], rel=1e-12)

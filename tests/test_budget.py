@@ -28,15 +28,19 @@ def test_budget_scales_and_reports():
     assert "DOES NOT FIT" in text and "bytes per cycle" in text
     # joint states and torque reports off the bus shorten the cycle and the bytes
     bus, wire = budget.simulate(10, "uart:1000000", plant="bus"), budget.simulate(10, "uart:1000000", plant="wire")
+    # the return wire takes K_N (and everything else for the host) past N-1 up-hops
+    ring, chain = (budget.simulate(10, "uart:1000000", plant="wire", topology=t) for t in ("ring", "chain"))
+    assert ring["k_n_s"] < 0.6 * chain["k_n_s"] and ring["bytes_per_cycle"] == chain["bytes_per_cycle"]
     assert wire["latency_s"] < 0.8 * bus["latency_s"] and wire["bytes_per_cycle"] < bus["bytes_per_cycle"]
 
 
-def test_budget_predicts_a_baud_emulated_run(tmp_path):
+@pytest.mark.parametrize("topology", ["ring", "chain"])
+def test_budget_predicts_a_baud_emulated_run(topology, tmp_path):
     sc = load(REPO / "scenarios" / "reference.toml")
     sc.duration = 0.6
     s, _ = run_scenario(sc, tmp_path, mode="processes", quiet=True, make_plots=False,
-                        bus="uart", baud=1000000, lockstep=True)
+                        bus="uart", baud=1000000, lockstep=True, topology=topology)
     assert s["status"] == "ok", s["reason"]
     measured = s["bus_cycle_ms"]["p50"] * 1e-3
-    predicted = budget.simulate(sc.n, "uart:1000000", plant="wire")["latency_s"]   # processes mode
+    predicted = budget.simulate(sc.n, "uart:1000000", plant="wire", topology=topology)["latency_s"]
     assert abs(measured - predicted) <= 0.25 * measured, (measured, predicted)

@@ -1,5 +1,5 @@
 # The board object (firmware/boards contract) for MCU back ends whose make(cfg) returns
-# (hal, ports): {"node": "chain", "up", "down"} (UART daisy chain, firmware/hal/rp2_uart.py)
+# (hal, ports): {"node": "chain", "up", "down", "ring"} (UART daisy chain, firmware/hal/rp2_uart.py)
 # or {"node": "bus", "port"} (CAN, firmware/hal/stm32_can.py).
 import time
 
@@ -31,7 +31,7 @@ class McuBoard:
     def node(self, agent):
         p = self.ports
         if p["node"] == "chain":
-            return node_mod.ChainNode(agent, p["up"], p["down"])
+            return node_mod.ChainNode(agent, p["up"], p["down"], ring=p.get("ring", False))
         return node_mod.BusNode(agent, p["port"])
 
     def _input(self):

@@ -3,8 +3,8 @@
 # Hardware: hardware/rp2040-uart-node.md. Bus: firmware/node.py ChainNode,
 # framing COBS + 0x00 (bus_protocol/SPEC.md 5).
 #
-#   hal, ports = make(cfg)          ports = {"node": "chain", "up": UartPort, "down": UartPort|None}
-#   node = ChainNode(agent, ports["up"], ports["down"])
+#   hal, ports = make(cfg)   ports = {"node": "chain", "up": UartPort, "down": UartPort|None, "ring"}
+#   node = ChainNode(agent, ports["up"], ports["down"], ring=ports["ring"])
 #
 # Config keys (cfg = the link's JSON dict; LinkAgent keys live alongside):
 #   board        "rp2-uart"
@@ -250,17 +250,18 @@ def _uart(c, baud, rxbuf, txbuf):
 
 
 def make(cfg):
-    """-> (hal, ports) for firmware/main.py: ChainNode(agent, ports["up"], ports["down"])."""
+    """-> (hal, ports) for firmware/main.py: ChainNode(agent, ports["up"], ports["down"], ring=...)."""
     uc = cfg.get("uart", {})
     baud = int(uc.get("baud", 3000000))
     rxbuf = int(uc.get("rxbuf", 1024))
     txbuf = int(uc.get("txbuf", 1024))
     up = _uart(uc.get("up", {"id": 0, "tx": 0, "rx": 1}), baud, rxbuf, txbuf)
     dc = uc.get("down", {"id": 1, "tx": 4, "rx": 5})
+    ring = bool(cfg.get("bus", {}).get("ring"))   # the tip's down UART is the return wire
     last = cfg.get("link") is not None and cfg.get("link") == cfg.get("n_links")
-    down = None if dc is None or last else _uart(dc, baud, rxbuf, txbuf)
+    down = None if dc is None or (last and not ring) else _uart(dc, baud, rxbuf, txbuf)
     hal = Rp2JointHAL(cfg)
-    return hal, {"node": "chain", "up": up, "down": down}
+    return hal, {"node": "chain", "up": up, "down": down, "ring": ring}
 
 
 def make_board(name, cfg):

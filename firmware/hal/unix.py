@@ -216,6 +216,7 @@ class UnixBoard:
         if name == "unix-pty":
             self.up = open_pty(bus["up"], baud)
             self.down = open_pty(bus["down"], baud) if bus.get("down") else None
+            self.ring = bool(bus.get("ring"))   # the tip's down is the return wire to the host
             self.ports = [self.up] + ([self.down] if self.down else [])
         else:
             self.port = UdpPort(cfg["link"], cfg["n_links"], int(bus["base_port"]),
@@ -228,7 +229,7 @@ class UnixBoard:
 
     def node(self, agent):
         if self.name == "unix-pty":
-            return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048)
+            return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048, ring=self.ring)
         return node_mod.BusNode(agent, self.port)
 
     @property

@@ -4,7 +4,8 @@ flash`); the host runs RMDAC and, unless --real-plant, the plant, feeding joint 
 
 --ports names the host's end of the bus:
   udp:BASE                    CAN-FD medium on loopback UDP (virtual boards, unix-udp)
-  serial:/dev/ttyUSB0[@BAUD]  UART chain, link 1 on this port (pyserial)
+  serial:/dev/ttyUSB0[@BAUD]  UART chain, link 1 on this port (pyserial); a ring returns
+                              on the same port (its RX wired to link N's down TX)
   can:INTERFACE:CHANNEL       python-can (socketcan:can0, slcan:/dev/ttyACM0, ...)"""
 import time
 

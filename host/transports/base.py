@@ -34,6 +34,10 @@ class Transport:
             if time.perf_counter() >= deadline:
                 return None
 
+    def read_fds(self):
+        """File descriptors to poll for this transport's input (where it has any)."""
+        return [self.fileno()]
+
     def close(self):
         pass
 

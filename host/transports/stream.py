@@ -48,17 +48,26 @@ class _Stream(Transport):
 
 
 class FdStreamTransport(_Stream):
-    """The host's end of the chain in desktop mode: a pty master file descriptor."""
+    """The host's end of the chain in desktop mode: the file descriptor of link 1's up
+    wire, and with a ring also the tip's return wire (`return_fd`, read only)."""
     name = "pty"
 
-    def __init__(self, fd, baud=0):
+    def __init__(self, fd, baud=0, return_fd=None):
         super().__init__(baud)
         self.fd = fd
+        self.return_fd = return_fd
+        self.deframers = {fd: self.deframer}
+        if return_fd is not None:
+            self.deframers[return_fd] = framing.Deframer()   # a byte stream of its own
         self.poller = select.poll()
-        self.poller.register(fd, select.POLLIN)
+        for f in self.deframers:
+            self.poller.register(f, select.POLLIN)
 
     def fileno(self):
         return self.fd
+
+    def read_fds(self):
+        return list(self.deframers)
 
     def _write(self, data):
         mv = memoryview(data)
@@ -70,24 +79,28 @@ class FdStreamTransport(_Stream):
                 continue
             mv = mv[n:]
 
-    def _read(self, timeout):
-        if not self.poller.poll(int(timeout * 1000 + 0.999) if timeout > 0 else 0):
-            return b""
-        try:
-            return os.read(self.fd, 4096)
-        except (BlockingIOError, InterruptedError):
-            return b""
-        except OSError:          # the chain's far end is gone
-            time.sleep(timeout)
-            return b""
+    def _recv(self, timeout):
+        if self.pending:
+            return self.pending.popleft()
+        for f, _ in self.poller.poll(int(timeout * 1000 + 0.999) if timeout > 0 else 0):
+            try:
+                data = os.read(f, 4096)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:          # the chain's far end is gone
+                time.sleep(timeout)
+                continue
+            self.pending.extend(self.deframers[f].feed(data))
+        return self.pending.popleft() if self.pending else None
 
     def close(self):
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = None
+        for f in (self.fd, self.return_fd):
+            if f is not None:
+                try:
+                    os.close(f)
+                except OSError:
+                    pass
+        self.fd = self.return_fd = None
 
 
 class SerialTransport(_Stream):
