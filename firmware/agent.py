@@ -84,6 +84,7 @@ class LinkAgent:
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
         self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
+        self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
         self._n_assert = 0
         self.acted_tick = -1
         self.t_sync = 0
@@ -195,9 +196,15 @@ class LinkAgent:
                       + (0.0, 0.0, 0.0))
 
     def on_assert(self, v):
-        # ASSERT: tick, origin, kind, p(3), f(6). Applied by base-ward agents j <= origin (7.250).
+        # ASSERT: tick, origin, kind, p(3), f(6). Applied by base-ward agents j <= origin (7.250),
+        # once per (origin, kind): where a ring's two goal waves meet, both copies arrive.
         if v[0] != self.tick or v[1] < self.link or self._n_assert >= MAX_ASSERT:
             return
+        key = (v[1] << 8) | v[2]
+        for j in range(self._n_assert):
+            if self._ak[j] == key:
+                return
+        self._ak[self._n_assert] = key
         self._ap[self._n_assert] = (v[3:6], v[6:12])
         self._n_assert += 1
 

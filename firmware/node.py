@@ -39,10 +39,14 @@ class ChainNode:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
       agent out: dst > link -> down; else up; BROADCAST -> both.
-    With `ring` the tip's down port is a return wire to the host (hardware/wiring.md):
+    With `ring` the tip's down port is a return wire to the host (hardware/rp2040-uart-node.md):
     frames for the host go down on every node and leave the tip straight to the host,
     so K_N, assertions and reports cross one wire instead of N base-ward hops; the tip
-    passes nothing else onto it.
+    passes nothing else onto it. The host also sends its goal (the assertions it
+    rebroadcasts, then GOAL) into the tip over that wire, so two goal waves run, down
+    from link 1 and up from link N, and stop where they meet: a node that has had this
+    tick's GOAL neither passes on nor takes the other wave's copies (N/2 hops, not N).
+    Anything else arriving from down on a ring is not for this topology and is ignored.
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
     decoded) and before the agent works on its own (cut-through): a SYNC runs down the
     chain ahead of the kinematic wave, so each agent has sampled its joint and built
@@ -54,8 +58,11 @@ class ChainNode:
         self.up = up
         self.down = down
         tip = agent.link == agent.n_links
+        self.ring = ring
         self.to_links = None if ring and tip else down   # toward links > this one
         self.to_host = down if ring and down is not None else up
+        self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
+        self.ignored = 0              # ring: frames from down that are not the goal wave
         self._rx = bytearray(bufsize)
         self._rxv = memoryview(self._rx)
         self._carry = [b"", b""]      # partial COBS run per port (up, down)
@@ -120,6 +127,8 @@ class ChainNode:
                 if dst is None:
                     self.dropped += 1
                     self.agent.decoder.bad += 1
+                elif self.ring and not self._ring_admits(data, i, j, dst, port):
+                    pass
                 else:
                     if dst != link:
                         self.forwarded += 1
@@ -139,6 +148,25 @@ class ChainNode:
         else:
             self._carry[side] = data[i:]
         return k
+
+    def _ring_admits(self, data, i, j, dst, port):
+        """Ring: the goal waves. False for a frame to leave alone (neither passed on nor
+        taken): anything from down but the host's goal batch (broadcast ASSERT, GOAL),
+        and that batch once this tick's GOAL has been here."""
+        if dst == m.HOST:
+            return True
+        mt = cobs_peek(data, i, j, 0) if dst == m.BROADCAST else None
+        if mt != m.GOAL and mt != m.ASSERT:
+            if port is self.down:
+                self.ignored += 1
+                return False
+            return True
+        tick = self.agent.tick
+        if self.goal_tick == tick:
+            return False          # the other wave got here first
+        if mt == m.GOAL:
+            self.goal_tick = tick
+        return True
 
     def poll(self):
         """Move whatever has arrived; returns the number of frames handled. Bounded:

@@ -6,7 +6,9 @@ The latency is a small discrete-event simulation of one cycle (DESIGN 6): lines 
 FIFO and store-and-forward (a frame is usable when its last byte has arrived); UART has
 one line per direction per segment, CAN one shared medium (arbitration order ignored).
 A UART ring (topology "ring", the default) adds the return line tip -> host and sends
-every frame for the host down the chain and over it; a "chain" sends them up.
+every frame for the host down the chain and over it; a "chain" sends them up. On a ring
+the host also sends GOAL into the tip (the return line's other direction), and the two
+goal waves stop where they meet (firmware/node.py ChainNode).
 Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 (K_{i-1} -> K_i) or `goal_us` (GOAL -> TORQUE); the host turns K_N into the goal in
 `host_us`. DESIGN 6: the whole chain must fit inside one control period."""
@@ -100,6 +102,8 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
     ring = chain and topology == "ring"
     medium = _Line()
     ret = _Line()                            # ring: the tip's down port -> the host
+    ret_in = _Line()                         # ring: the host -> the tip's down port (GOAL)
+    got_goal = set()
     down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
     up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
 
@@ -108,8 +112,9 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
         heapq.heappush(ev, (t, seq[0], node, frame))
 
     def emit(t, src, frame):
-        """Frame (mtype, dst) leaves node src at time t."""
-        mt, dst = frame
+        """Frame (mtype, dst[, way]) leaves node src at time t; way = -1 for a ring's
+        goal wave running up from the tip."""
+        mt, dst = frame[:2]
         dt = t_of[mt]
         if not chain:
             arr = medium.send(t, dt)
@@ -117,6 +122,15 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
             for d in targets:
                 if d != src:
                     push(arr, d, frame)
+            return
+        if mt == m.GOAL and ring:   # two waves: from the host into both ends, on away from it
+            if src == 0:
+                push(down[1].send(t, dt), 1, (mt, dst, 1))
+                push(ret_in.send(t, dt), n, (mt, dst, -1))
+            elif frame[2] > 0 and src < n:
+                push(down[src + 1].send(t, dt), src + 1, frame)
+            elif frame[2] < 0 and src > 1:
+                push(up[src].send(t, dt), src - 1, frame)
             return
         if dst == m.HOST and ring:
             if src < n:
@@ -139,7 +153,11 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
     t_kn = t_end = None
     while ev:
         t, _, node, frame = heapq.heappop(ev)
-        mt, dst = frame
+        mt, dst = frame[:2]
+        if ring and mt == m.GOAL:
+            if node in got_goal:
+                continue              # the other wave was here first
+            got_goal.add(node)
         if node == 0:
             if mt == m.KINEMATIC:
                 t_kn = t
@@ -161,7 +179,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
                 if plant != "bus":   # the torque acts at the node (+ one wire hop to the plant)
                     done = acted + (w * us if plant == "wire" else 0.0)
                     t_end = done if t_end is None else max(t_end, done)
-    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret]
+    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret, ret_in]
     bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant))
     busiest = max(ln.busy for ln in lines)
     return {"bus": kind, "links": n, "topology": topology if chain else None, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,

@@ -351,9 +351,12 @@ def board_qs(hals):
     return [h.q for h in hals]
 
 
-def chain_cycle(ring):
+def chain_cycle(ring, split_goal=False):
     """One cycle on two rp2 nodes; with `ring` link 2's down UART is wired back to a
-    second host UART (the return wire) and every frame for the host must come that way."""
+    second host UART (the return wire) and every frame for the host must come that way.
+    With `split_goal` the host also sends its goal batch into the tip, split so that the
+    tip takes the rebroadcast ASSERTs from below and again from link 1 before any GOAL:
+    the agent must apply each assertion once, act once, and the late GOAL copy stop."""
     cfgs = [rp2_cfg(1, bus={"ring": ring}), rp2_cfg(2, bus={"ring": ring})]
     hals = []
     nodes = []
@@ -394,8 +397,17 @@ def chain_cycle(ring):
             if n:
                 for f in deframers[j].feed(bytes(buf[:n])):
                     per_port[j] += 1
-                    for g in host.on_frame(f):
+                    out = host.on_frame(f)
+                    if split_goal and out:
+                        for g in out[:-1]:         # the ASSERTs, from below
+                            host_ret.write(framing.uart_frame(g))
+                        nodes[1].poll()
+                    for g in out:
                         host_uart.write(framing.uart_frame(g))
+                    if split_goal and out:
+                        nodes[0].poll()
+                        nodes[1].poll()
+                        host_ret.write(framing.uart_frame(out[-1]))   # the GOAL, last
     assert sorted(host.torques) == [1, 2], host.got
     if ring:   # everything came round the ring, and none of the host's own frames did
         assert per_port[0] == 0 and per_port[1] == len(host.got), per_port
@@ -414,6 +426,9 @@ def chain_cycle(ring):
     # node 1 relayed node 2's traffic (chain) / node 2 relayed node 1's (ring)
     assert nodes[1 if ring else 0].forwarded >= (2 if ring else 3), [nd.forwarded for nd in nodes]
     assert nodes[0].dropped == nodes[1].dropped == 0
+    if split_goal:   # link 1 applies both gravity assertions, link 2 its own, each once
+        assert [nd.agent._n_assert for nd in nodes] == [2, 1], [nd.agent._n_assert for nd in nodes]
+        assert nodes[1].goal_tick == 5 and nodes[0].ignored == nodes[1].ignored == 0
     return hals
 
 
@@ -427,6 +442,12 @@ def _():
 def _():
     hals = chain_cycle(True)
     print("TORQUES ring " + json.dumps([hals[0].u, hals[1].u]))
+
+
+@check("ring_goal_from_both_ends")
+def _():
+    hals = chain_cycle(True, split_goal=True)
+    print("TORQUES ring2 " + json.dumps([hals[0].u, hals[1].u]))
 
 
 def can_cycle(fd):

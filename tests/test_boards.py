@@ -45,7 +45,7 @@ def torques(out):
 def test_same_torques_on_chain_ring_can_canfd_and_both_interpreters(outputs):
     t_mp = torques(outputs["micropython"])
     t_cp = torques(outputs["cpython"])
-    assert set(t_mp) == {"chain", "ring", "can", "canfd"}
+    assert set(t_mp) == {"chain", "ring", "ring2", "can", "canfd"}
     for mode in t_mp:
         assert t_mp[mode] == pytest.approx(t_cp[mode], rel=1e-12)
         assert t_mp[mode] == pytest.approx(t_mp["chain"], rel=1e-12)

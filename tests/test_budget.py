@@ -3,8 +3,11 @@ in one period)."""
 import pytest
 
 from bus_protocol import messages as m
+import numpy as np
+
 from host import budget
-from host.run import run_scenario
+from host.runners import processes
+from host.runners.base import ControlLoop
 from host.scenario import load
 
 from .conftest import REPO
@@ -34,13 +37,27 @@ def test_budget_scales_and_reports():
     assert wire["latency_s"] < 0.8 * bus["latency_s"] and wire["bytes_per_cycle"] < bus["bytes_per_cycle"]
 
 
+def _undisturbed_cycle(sc, topology, baud):
+    """p10 of a lockstep run's cycle times: a cycle whose lines are not still carrying
+    the previous cycle's trailing STATUS frames, which is what the model describes."""
+    loop = ControlLoop(sc, "processes")
+    assert processes.run(loop, None, bus="uart", baud=baud, lockstep=True, topology=topology) == "ok", loop.reason
+    return float(np.percentile(loop.cycle_times, 10))
+
+
 @pytest.mark.parametrize("topology", ["ring", "chain"])
-def test_budget_predicts_a_baud_emulated_run(topology, tmp_path):
+def test_budget_predicts_a_baud_emulated_run(topology):
+    """The line-time part of the model against a 1 Mbaud emulated chain. The desktop's
+    per-hop overhead (process wake-ups, wake_us) varies with the machine's load, so it is
+    fitted to an unpaced run of the same chain first (the model is linear in wake_us)."""
     sc = load(REPO / "scenarios" / "reference.toml")
     sc.duration = 0.6
-    s, _ = run_scenario(sc, tmp_path, mode="processes", quiet=True, make_plots=False,
-                        bus="uart", baud=1000000, lockstep=True, topology=topology)
-    assert s["status"] == "ok", s["reason"]
-    measured = s["bus_cycle_ms"]["p50"] * 1e-3
-    predicted = budget.simulate(sc.n, "uart:1000000", plant="wire", topology=topology)["latency_s"]
-    assert abs(measured - predicted) <= 0.25 * measured, (measured, predicted)
+    unpaced = _undisturbed_cycle(sc, topology, 0)
+    fast = "uart:1000000000000"      # line time ~0: only hops x (compute + wake) remain
+    l0, l100 = (budget.simulate(sc.n, fast, plant="wire", topology=topology, compute={"wake_us": w})["latency_s"]
+                for w in (0.0, 100.0))
+    wake_us = max(0.0, (unpaced - l0) / (l100 - l0) * 100.0)
+    measured = _undisturbed_cycle(sc, topology, 1000000)
+    predicted = budget.simulate(sc.n, "uart:1000000", plant="wire", topology=topology,
+                                compute={"wake_us": wake_us})["latency_s"]
+    assert abs(measured - predicted) <= 0.25 * measured, (measured, predicted, wake_us)

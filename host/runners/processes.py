@@ -58,7 +58,10 @@ MAX_LINKS_RT = 40  # priorities stay within 10..51 (Linux allows 1..99)
 
 def link_priority(link, n):
     """Base-ward links run first: a cycle's work flows base to tip (SYNC handling, then
-    K_{i-1} -> K_i), so on two shared cores link i is never queued behind link j > i."""
+    K_{i-1} -> K_i), so on two shared cores link i is never queued behind link j > i.
+    (A ring's second goal wave, up from the tip, then mostly waits for the first: on two
+    cores the goal phase is bound by CPU, not by hops: ranking links by distance from the
+    nearer end, or all equal, let both waves run but did not shorten the 20-link cycle.)"""
     return RT_PRIORITY + max(1, min(n, MAX_LINKS_RT) - link + 1)
 
 
@@ -409,9 +412,9 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
             if f is None or len(f) < 3 or f[2] != m.HOST:
                 continue
             out = gp.on_frame(f)
-            if out:
+            if out:   # the goal batch (rebroadcast assertions, GOAL)
                 with sending_priority():
-                    transport.send_batch(out)
+                    transport.broadcast_batch(out)
                 t_goal[0] = perf_counter()
     loop.slack = []
     loop.late_detail = []

@@ -20,6 +20,11 @@ class Transport:
         for f in frames:
             self.send(f)
 
+    def broadcast_batch(self, frames):
+        """Frames every node takes (the goal batch). A bus with more than one way in (a
+        UART ring: link 1, and link N over the return wire) sends them every way."""
+        self.send_batch(frames)
+
     def _recv(self, timeout):
         """One logical frame or None after `timeout` seconds (0 = do not wait)."""
         raise NotImplementedError

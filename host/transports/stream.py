@@ -18,7 +18,8 @@ class _Stream(Transport):
         self.s_per_byte = 10.0 / baud if baud else 0.0
         self._line_free = 0.0
 
-    def send(self, frame):
+    def send(self, frame, writes=None):
+        """`writes`: the lines to put it on, all shifting at once (default: this port)."""
         wire = framing.uart_frame(frame)
         if self.s_per_byte:
             now = time.perf_counter()
@@ -26,16 +27,19 @@ class _Stream(Transport):
             self._line_free = due
             while time.perf_counter() < due:   # host side: sleep then write (store and forward)
                 time.sleep(max(0.0, min(due - time.perf_counter(), 0.0005)))
-        self._write(wire)
+        for w in writes or (self._write,):
+            w(wire)
         self.sent += 1
 
-    def send_batch(self, frames):
+    def send_batch(self, frames, writes=None):
         if self.s_per_byte:
             for f in frames:
-                self.send(f)
+                self.send(f, writes)
             return
         if frames:
-            self._write(b"".join(framing.uart_frame(f) for f in frames))
+            data = b"".join(framing.uart_frame(f) for f in frames)
+            for w in writes or (self._write,):
+                w(data)
             self.sent += len(frames)
 
     def _recv(self, timeout):
@@ -45,6 +49,17 @@ class _Stream(Transport):
         if data:
             self.pending.extend(self.deframer.feed(data))
         return self.pending.popleft() if self.pending else None
+
+
+def _write_all(fd, data):
+    mv = memoryview(data)
+    while mv:
+        try:
+            n = os.write(fd, mv)
+        except BlockingIOError:
+            select.select([], [fd], [], 0.01)
+            continue
+        mv = mv[n:]
 
 
 class FdStreamTransport(_Stream):
@@ -66,18 +81,17 @@ class FdStreamTransport(_Stream):
     def fileno(self):
         return self.fd
 
+    def broadcast_batch(self, frames):
+        """Into both ends of a ring: link 1's up wire and the tip's return wire."""
+        if self.return_fd is None:
+            return self.send_batch(frames)
+        self.send_batch(frames, (self._write, lambda data: _write_all(self.return_fd, data)))
+
     def read_fds(self):
         return list(self.deframers)
 
     def _write(self, data):
-        mv = memoryview(data)
-        while mv:
-            try:
-                n = os.write(self.fd, mv)
-            except BlockingIOError:
-                select.select([], [self.fd], [], 0.01)
-                continue
-            mv = mv[n:]
+        _write_all(self.fd, data)
 
     def _recv(self, timeout):
         if self.pending:
