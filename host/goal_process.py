@@ -36,6 +36,7 @@ class GoalProcess:
         self.ee = None        # (quat, p, v, w) from K_N, float32 from the wire
         self.goal = None      # (p_app, f)
         self.desired = None   # trajectory sample of this tick
+        self._ref = None      # (tick, sample, (x_d, xd_d, xdd_d)) from prepare()
         self.error = None     # task-space error e
 
     def frame(self, mtype, dst, values):
@@ -64,7 +65,7 @@ class GoalProcess:
             return []
         mtype, src, dst, seq, v = msg
         if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick:
-            self.ee = (np.array(v[1:5]), np.array(v[5:8]), np.array(v[8:11]), np.array(v[11:14]))
+            self.ee = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
             return self.close_cycle()
         if mtype == m.ASSERT and v[0] == self.tick:
             if self.closed:
@@ -83,33 +84,44 @@ class GoalProcess:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
         return []
 
+    def prepare(self):
+        """The part of the goal that needs no feedback: this tick's trajectory sample and
+        RMDAC reference signals (x_d, xd_d, xdd_d). A runner calls it while the kinematic
+        wave runs, so that K_N -> GOAL is only the feedback part; close_cycle() calls it
+        if nobody did (and on the first tick, when the trajectory starts at K_N)."""
+        if self.traj is None:
+            return
+        d = self.traj.sample(self.t)
+        if self.planar:
+            ref = ([d.p[0], d.p[1], d.angle], [d.v[0], d.v[1], d.w[2]], [d.a[0], d.a[1], d.wd[2]])
+        else:
+            ref = (list(d.p) + list(tr.qlog(d.quat)), list(d.v) + list(d.w), list(d.a) + list(d.wd))
+        self._ref = (self.tick, d, ref)
+
     def close_cycle(self):
         """K_N is in: RMDAC -> G = (p_n, f); assertions are rebroadcast first."""
         quat, p, v, w = self.ee
         if self.traj is None:
             self.traj = tr.Trajectory(self.sc.knots, p, quat, self.planar)
-        d = self.traj.sample(self.t)
+        if self._ref is None or self._ref[0] != self.tick:
+            self.prepare()
+        _, d, (x_d, xd_d, xdd_d) = self._ref
         self.desired = d
         e_rot = tr.orientation_error(d, quat, self.planar)
-        if self.planar:
-            x_d = np.array([d.p[0], d.p[1], d.angle])
-            xd_d = np.array([d.v[0], d.v[1], d.w[2]])
-            xdd_d = np.array([d.a[0], d.a[1], d.wd[2]])
-            e = np.array([d.p[0] - p[0], d.p[1] - p[1], e_rot])
-            ed = xd_d - np.array([v[0], v[1], w[2]])
-        else:
-            x_d = np.concatenate([d.p, tr.qlog(d.quat)])
-            xd_d = np.concatenate([d.v, d.w])
-            xdd_d = np.concatenate([d.a, d.wd])
-            e = np.concatenate([d.p - p, e_rot])
-            ed = xd_d - np.concatenate([v, w])
+        if self.planar:   # task coordinates (x, y, rot z)
+            e = [x_d[0] - p[0], x_d[1] - p[1], e_rot]
+            xdot = (v[0], v[1], w[2])
+        else:             # (x, y, z, rx, ry, rz)
+            e = [x_d[0] - p[0], x_d[1] - p[1], x_d[2] - p[2]] + [float(x) for x in e_rot]
+            xdot = tuple(v) + tuple(w)
+        ed = [a - b for a, b in zip(xd_d, xdot)]
         dt = 0.0 if self.t_prev is None else self.t - self.t_prev
         self.t_prev = self.t
         fj = self.rmdac.update(dt, x_d, xd_d, xdd_d, e, ed)
-        f = np.array([fj[0], fj[1], 0.0, 0.0, 0.0, fj[2]]) if self.planar else fj
-        self.error = e
-        self.goal = (p, f)
+        f = (fj[0], fj[1], 0.0, 0.0, 0.0, fj[2]) if self.planar else tuple(fj)
+        self.error = np.array(e)
+        self.goal = (p, np.array(f))
         self.closed = True
         out = [self.frame(m.ASSERT, m.BROADCAST, a) for a in self.asserts]
-        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(p.tolist()) + tuple(f.tolist())))
+        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(float(x) for x in p) + f))
         return out

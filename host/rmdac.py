@@ -9,41 +9,53 @@
 integrated with the trapezoid rule over the actual elapsed time (6.209-6.210). It holds
 no model of the arm; cost O(task dimension) per cycle.
 """
-import numpy as np
-
 # integral gain names in signal order 1, e, ed, x_d, xd_d, xdd_d
 U1_NAMES = ("delta", "alpha", "beta", "nu", "gamma", "lambda")
 K0_NAMES = ("d0", "kp0", "kv0", "c0", "b0", "a0")
 
 
 class RMDAC:
+    """Plain floats, coordinate by coordinate: at 3-6 coordinates of 6 signals, numpy's
+    per-call overhead was most of the cost, and this runs between K_N and the goal."""
+
     def __init__(self, gains_per_coord):
         """gains_per_coord: one dict per task coordinate with wp, wv, u2, the U1_NAMES
         integral gains and the K0_NAMES initial values."""
         g = gains_per_coord
         self.m = len(g)
-        self.wp = np.array([c["wp"] for c in g], float)
-        self.wv = np.array([c["wv"] for c in g], float)
-        self.u1 = np.array([[c[k] for k in U1_NAMES] for c in g], float)
-        self.u2 = np.array([c["u2"] for c in g], float)
-        self.k0 = np.array([[c[k] for k in K0_NAMES] for c in g], float)
+        self.wp = [float(c["wp"]) for c in g]
+        self.wv = [float(c["wv"]) for c in g]
+        self.u1 = [[float(c[k]) for k in U1_NAMES] for c in g]
+        self.u2 = [float(c["u2"]) for c in g]
+        self.k0 = [[float(c[k]) for k in K0_NAMES] for c in g]
         self.reset()
 
     def reset(self):
-        self.integral = np.zeros((self.m, 6))
-        self.k = self.k0.copy()
+        self.integral = [[0.0] * 6 for _ in range(self.m)]
+        self.k = [list(k) for k in self.k0]
         self._rs_prev = None
 
     def update(self, dt, x_d, xd_d, xdd_d, e, ed):
-        """One control tick; dt is the time since the previous tick (s). Returns f (m)."""
-        r = self.wp * e + self.wv * ed
-        s = np.column_stack((np.ones(self.m), e, ed, x_d, xd_d, xdd_d))
-        rs = r[:, None] * s
-        if self._rs_prev is not None:
-            self.integral += 0.5 * dt * (rs + self._rs_prev)   # trapezoid (6.209)
-        self._rs_prev = rs
-        self.k = self.k0 + self.u1 * self.integral + self.u2[:, None] * rs
-        return np.einsum("ij,ij->i", self.k, s)
+        """One control tick; dt is the time since the previous tick (s). Returns f (list of m)."""
+        f = []
+        rs_now = []
+        prev = self._rs_prev
+        for j in range(self.m):
+            ej, edj = float(e[j]), float(ed[j])
+            r = self.wp[j] * ej + self.wv[j] * edj                          # (6.207)
+            sig = (1.0, ej, edj, float(x_d[j]), float(xd_d[j]), float(xdd_d[j]))
+            rs = [r * x for x in sig]
+            integ, u1, u2, k0, k = self.integral[j], self.u1[j], self.u2[j], self.k0[j], self.k[j]
+            out = 0.0
+            for i in range(6):
+                if prev is not None:
+                    integ[i] += 0.5 * dt * (rs[i] + prev[j][i])           # trapezoid (6.209)
+                k[i] = k0[i] + u1[i] * integ[i] + u2 * rs[i]               # (6.206)
+                out += k[i] * sig[i]                                       # (6.205)
+            rs_now.append(rs)
+            f.append(out)
+        self._rs_prev = rs_now
+        return f
 
 
 def coordinate_gains(rmdac_tables, task):

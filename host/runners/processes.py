@@ -382,6 +382,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                         io.send(f)
                 frames = [f for f in frames if f[0] != m.JOINT_STATE]
             transport.send_batch(frames)
+        gp.prepare()   # off the critical path: the kinematic wave is running now
         deadline = None if lockstep else loop.deadline
         limit = t0 + timeout
         if deadline is not None:
