@@ -29,6 +29,7 @@ class GoalProcess:
         self.components = np.zeros((self.n, 6))
         self.states = np.zeros(self.n, dtype=int)
         self.got = np.zeros(self.n, dtype=bool)
+        self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}
         self.logs = []
         self.closed = False
@@ -50,13 +51,14 @@ class GoalProcess:
         self.asserts = []
         self.closed = False
         self.got[:] = False
+        self.n_got = 0
         self.ee = None
         return [self.frame(m.SYNC, m.BROADCAST, (tick,)),
                 self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
 
     @property
     def complete(self):
-        return bool(self.got.all())
+        return self.n_got == self.n
 
     def on_frame(self, frame):
         """Consume one frame addressed to the host; return the frames to send."""
@@ -77,7 +79,9 @@ class GoalProcess:
             self.torques[i] = v[1]
             self.states[i] = v[2]
             self.components[i] = v[3:9]
-            self.got[i] = True
+            if not self.got[i]:
+                self.got[i] = True
+                self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
         elif mtype == m.LOG:
