@@ -10,7 +10,9 @@ running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
         never via the host. topology="ring" (the default) adds wire N from the tip's
         down end back to the host, which takes every frame for the host (K_N first of
         all) past the N-1 up-hops of a plain "chain" (20 links, lockstep, median cycle
-        4.9-5.5 ms ring vs 6.6-6.7 ms chain). Optional line-rate emulation (baud).
+        4.9-5.7 ms ring vs 6.6-8.4 ms chain, two rounds on the 2-core test VM); the host
+        writes its goal batch into both ends (Transport.broadcast_batch). Optional
+        line-rate emulation (baud).
   can:  a CAN-FD medium on loopback UDP (firmware/hal/unix.py UdpPort, host/transports/udp).
 
 Each node's joint is wired to the plant apart from the bus (JointIO; firmware SimIO), as a
