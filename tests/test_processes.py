@@ -66,11 +66,14 @@ def test_processes_mode_tracks_like_inprocess(bus, inprocess_ref, tmp_path):
     pytest.fail("no attempt within bounds (in-process e_rms %.3e): %s" % (inprocess_ref["e_rms_m"], tries))
 
 
-@pytest.mark.parametrize("bus,wire,topology", [("uart", "socket", "ring"), ("uart", "socket", "chain"),
-                                               ("uart", "pty", "ring"), ("can", None, None)])
-def test_lockstep_is_synthetic_and_matches_inprocess(bus, wire, topology, tmp_path):
+@pytest.mark.parametrize("bus,wire,topology,joint_io", [
+    ("uart", "socket", "ring", "wire"), ("uart", "socket", "chain", "wire"), ("uart", "pty", "ring", "wire"),
+    ("uart", "socket", "ring", "bus"),    # JOINT_STATE down the ring, TORQUE round to the host
+    ("can", None, None, "wire")])
+def test_lockstep_is_synthetic_and_matches_inprocess(bus, wire, topology, joint_io, tmp_path):
     s, _ = run_scenario(_short(seconds=1.0), tmp_path, mode="processes", quiet=True, make_plots=False,
-                        bus=bus, lockstep=True, wire=wire or "socket", topology=topology or "ring")
+                        bus=bus, lockstep=True, wire=wire or "socket", topology=topology or "ring",
+                        joint_io=joint_io)
     ref, _ = run_scenario(_short(seconds=1.0), tmp_path / "i", quiet=True, make_plots=False)
     assert s["status"] == "ok" and s["clock"] == "synthetic" and s["missed_cycles"] == 0
     assert s.get("topology") == topology
