@@ -127,9 +127,7 @@ class ChainNode:
                 if dst is None:
                     self.dropped += 1
                     self.agent.decoder.bad += 1
-                elif self.ring and not self._ring_admits(data, i, j, dst, port):
-                    pass
-                else:
+                elif not self.ring or self._ring_admits(data, i, j, dst, port):
                     if dst != link:
                         self.forwarded += 1
                         self._route(dst, data[i:j + 1], port)
