@@ -65,6 +65,12 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
             summary["topology"] = loop.topology
         summary["late_host_ticks"] = loop.late_start
         summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
+        summary["cpu_latency_qos"] = getattr(loop, "cpu_latency_qos", False)
+        totals = getattr(loop, "vm_pause_totals", None)
+        if totals is not None:   # hypervisor pauses the sentinels saw, and what the schedule absorbed
+            summary["vm_pauses"] = {"count": totals[0], "total_ms": round(totals[1], 2),
+                                    "ticks_moved": loop.paused_ticks,
+                                    "moved_ms": round(loop.paused_total * 1e3, 2)}
         if steal0 is not None:   # time the hypervisor ran something else on our vCPUs
             summary["vm_steal_ms"] = vm_steal_ms() - steal0
         if getattr(loop, "late_detail", None):

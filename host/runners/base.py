@@ -44,6 +44,9 @@ class ControlLoop:
         self.late_start = 0       # wall clock: ticks the host itself opened over host_late_s late
         self.host_late_s = 0.001
         self.host_lag_max = 0.0   # wall clock: the longest the host opened a tick late (s)
+        self.tick_paused = 0.0    # wall clock: VM pause the exchange absorbed in this tick (s)
+        self.paused_ticks = 0     # wall clock: ticks whose deadline moved for such a pause
+        self.paused_total = 0.0   # ... and by how much in all (s)
         self.status = "ok"
         self.reason = ""
         self.traceback = ""
@@ -88,6 +91,11 @@ class ControlLoop:
                     t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
                     self.deadline = wall0 + t_next
                 exchange(frames, k)
+                if self.tick_paused:   # a hypervisor pause (runners/vm_pause): the schedule moves
+                    wall0 += self.tick_paused
+                    self.paused_ticks += 1
+                    self.paused_total += self.tick_paused
+                    self.tick_paused = 0.0
                 self.late = not gp.complete
                 if self.late:
                     self.missed_cycles += 1   # late torque: the previous one is held

@@ -11,7 +11,7 @@ import time
 
 from bus_protocol import messages as m
 from host.runners.base import Aborted
-from host.runners.processes import drain, make_exchange, no_host_gc
+from host.runners.processes import drain, make_exchange, realtime_host
 from host.transports import open_transport
 
 
@@ -69,7 +69,7 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, **_):
         tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
-        with no_host_gc():
+        with realtime_host(loop):
             loop.run(make_exchange(loop, tr, lockstep), progress)
         drain(loop, tr)
     finally:

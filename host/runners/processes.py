@@ -373,10 +373,12 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
         recv = transport.recv
 
     t_goal = [None]
+    pauses = getattr(loop, "vm_pauses", None)   # VmPauses, wall clock in processes mode
 
     def exchange(frames, k):
         t0 = perf_counter()
         t_goal[0] = None
+        paused = 0.0
         with sending_priority():
             if io is not None:
                 for f in frames:
@@ -392,16 +394,27 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
         while True:
             if gp.complete:
                 times.append(perf_counter() - t0)
+                loop.tick_paused = paused
                 return
             now = perf_counter()
             if deadline is not None:
+                if now >= deadline and pauses is not None:
+                    # the emulated world stood still while a vCPU was paused (vm_pause):
+                    # the deadline, and the schedule after it, move by that much
+                    lost = pauses.lost(t0, now)
+                    if lost > paused:
+                        deadline += lost - paused
+                        paused = lost
+                        continue
                 if now >= deadline:
+                    loop.tick_paused = paused
                     if health:
                         health()
                     if len(loop.late_detail) < 50:   # what the late cycle was waiting for
                         loop.late_detail.append({
                             "tick": k, "goal_sent_ms": None if t_goal[0] is None else round((t_goal[0] - t0) * 1e3, 2),
-                            "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]]})
+                            "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
+                            "vm_paused_ms": round(paused * 1e3, 2)})
                     return
                 wait = deadline - now
             else:
@@ -428,7 +441,7 @@ class sending_priority:
     """While the host sends, it runs above the links (host_priority(sending=True)): an
     emulated broadcast is N datagrams, and a link woken by the first must not run before
     the host has sent the rest. A no-op where the host is not SCHED_FIFO."""
-    enabled = False   # set by no_host_gc when the host runs SCHED_FIFO
+    enabled = False   # set by realtime_host when the host runs SCHED_FIFO
 
     def __enter__(self):
         if sending_priority.enabled:
@@ -439,11 +452,48 @@ class sending_priority:
             os.sched_setparam(0, os.sched_param(host_priority()))
 
 
-class no_host_gc:
-    """The host as a real-time loop for a wall-clock run: the cyclic garbage collector off
+class cpu_latency_qos:
+    """Hold the kernel's CPU wake-up latency request (PM QoS, /dev/cpu_dma_latency) at
+    0 us for the run, as cyclictest and real-time Linux setups do: idle CPUs then poll
+    instead of halting. On a VM a halted vCPU is woken by the hypervisor, which took
+    ~1 ms per wake-up on the 2-vCPU test VM (a 1 ms SCHED_FIFO sleeper overshot by
+    over 0.3 ms 460-490 times in 10 s per CPU halting, 2-12 times polling), and every
+    hop of the bus wakes a process on a CPU that may be idle. The request ends when
+    the file is closed. `held` says whether the kernel took it (root, Linux)."""
+
+    def __init__(self, path="/dev/cpu_dma_latency"):
+        self.path = path
+        self.fd = None
+
+    @property
+    def held(self):
+        return self.fd is not None
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY)
+            os.write(self.fd, (0).to_bytes(4, sys.byteorder))
+        except OSError:
+            self.__exit__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class realtime_host:
+    """The host as a real-time loop for a wall-clock run of `loop`: the cyclic garbage collector off
     (its pauses grow with the recorded time series and would land inside control periods;
-    reference counting still frees everything the loop allocates) and, where allowed,
-    SCHED_FIFO (host_priority) so its tick sleeps end on time."""
+    reference counting still frees everything the loop allocates), CPU wake-up latency
+    held at 0 (cpu_latency_qos) and, where allowed, SCHED_FIFO (host_priority) so its
+    tick sleeps end on time. loop.cpu_latency_qos tells whether the latency request
+    was taken."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.qos = cpu_latency_qos()
 
     def __enter__(self):
         import gc
@@ -451,6 +501,7 @@ class no_host_gc:
         gc.collect()
         gc.freeze()
         gc.disable()
+        self.loop.cpu_latency_qos = self.qos.__enter__().held
         self.policy = None
         try:
             self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
@@ -461,6 +512,7 @@ class no_host_gc:
 
     def __exit__(self, *exc):
         import gc
+        self.qos.__exit__()
         sending_priority.enabled = False
         if self.policy is not None:
             try:
@@ -493,14 +545,30 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     except (Aborted, RuntimeError) as e:
         loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
         return loop.status
+    loop.vm_pauses = None
     try:
         loop.node_ready = cluster.ready_lines
+        if not lockstep:
+            loop.vm_pauses = start_vm_pauses()
         exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
-        with no_host_gc():
+        with realtime_host(loop):
             loop.run(exchange, progress)
         if loop.status == "ok":
             drain(loop, cluster.transport)
         loop.node_logs = cluster.tail()
     finally:
         cluster.close()
+        if loop.vm_pauses is not None:
+            loop.vm_pause_totals = loop.vm_pauses.totals()
+            loop.vm_pauses.close()
     return loop.status
+
+
+def start_vm_pauses():
+    """The pause sentinels (runners/vm_pause), or None where they cannot run at the top
+    SCHED_FIFO priority (not root): below the nodes they would measure the nodes."""
+    from host.runners.vm_pause import VmPauses
+    try:
+        return VmPauses(micropython_path(), preexec=_die_with_parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
