@@ -75,11 +75,12 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
             summary["vm_steal_ms"] = vm_steal_ms() - steal0
         if getattr(loop, "late_detail", None):
             summary["late_cycles"] = loop.late_detail
-        ct = getattr(loop, "cycle_times", None)
-        if ct:
-            a = np.sort(np.array(ct)) * 1e3
-            summary["bus_cycle_ms"] = {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-                                       "max": float(a[-1])}
+        for key, name in (("cycle_times", "bus_cycle_ms"), ("goal_times", "goal_sent_ms")):
+            ct = getattr(loop, key, None)   # goal_sent_ms: the kinematic wave and RMDAC's part of it
+            if ct:
+                a = np.sort(np.array(ct)) * 1e3
+                summary[name] = {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+                                 "max": float(a[-1])}
         sl = getattr(loop, "slack", None)
         if sl:
             summary["tick_budget_ms"] = {"p50": float(np.percentile(sl, 50)) * 1e3, "min": float(min(sl)) * 1e3}

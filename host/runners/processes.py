@@ -350,6 +350,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
     from time import perf_counter
 
     times = loop.cycle_times = []
+    goal_times = loop.goal_times = []   # when the goal left the host (K_N in, RMDAC done)
     if io is not None:
         import select
         poller = select.poll()
@@ -394,6 +395,8 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
         while True:
             if gp.complete:
                 times.append(perf_counter() - t0)
+                if t_goal[0] is not None:
+                    goal_times.append(t_goal[0] - t0)
                 loop.tick_paused = paused
                 return
             now = perf_counter()
