@@ -66,6 +66,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["late_host_ticks"] = loop.late_start
         summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
         summary["cpu_latency_qos"] = getattr(loop, "cpu_latency_qos", False)
+        if getattr(loop, "cpu_us_per_tick", None):
+            summary["cpu_us_per_tick"] = loop.cpu_us_per_tick
         totals = getattr(loop, "vm_pause_totals", None)
         if totals is not None:   # hypervisor pauses the sentinels saw, and what the schedule absorbed
             summary["vm_pauses"] = {"count": totals[0], "total_ms": round(totals[1], 2),

@@ -263,6 +263,20 @@ class Cluster:
             if p.poll() is not None:
                 raise Aborted("link %d process exited with status %s\n%s" % (i + 1, p.returncode, self.tail(i)))
 
+    def cpu_seconds(self):
+        """CPU time (user + system) the link processes have used so far, or None where
+        /proc is not there."""
+        tck = os.sysconf("SC_CLK_TCK")
+        try:
+            total = 0
+            for p in self.procs:
+                with open("/proc/%d/stat" % p.pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15)
+            return total / tck
+        except (OSError, ValueError, IndexError):
+            return None
+
     def tail(self, only=None, nbytes=1500):
         out = []
         for i in range(len(self.procs)):
@@ -554,8 +568,14 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         if not lockstep:
             loop.vm_pauses = start_vm_pauses()
         exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
+        cpu0, host0 = cluster.cpu_seconds(), os.times()
         with realtime_host(loop):
             loop.run(exchange, progress)
+        cpu1, host1 = cluster.cpu_seconds(), os.times()
+        ticks = max(1, len(loop.rec))
+        if cpu0 is not None and cpu1 is not None:   # where the machine's time goes, per tick
+            loop.cpu_us_per_tick = {"links": round((cpu1 - cpu0) / ticks * 1e6),
+                                    "host": round((host1.user + host1.system - host0.user - host0.system) / ticks * 1e6)}
         if loop.status == "ok":
             drain(loop, cluster.transport)
         loop.node_logs = cluster.tail()
@@ -572,6 +592,6 @@ def start_vm_pauses():
     SCHED_FIFO priority (not root): below the nodes they would measure the nodes."""
     from host.runners.vm_pause import VmPauses
     try:
-        return VmPauses(micropython_path(), preexec=_die_with_parent)
+        return VmPauses(micropython_path())
     except (OSError, subprocess.SubprocessError):
         return None

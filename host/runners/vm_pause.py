@@ -35,7 +35,7 @@ class VmPauses:
     """One sentinel per CPU; lost(t0, t1) -> seconds within [t0, t1] (perf_counter)
     during which some vCPU was paused, a pause going on now included."""
 
-    def __init__(self, micropython, period_us=2000, threshold_us=300, cpus=None, preexec=None):
+    def __init__(self, micropython, period_us=2000, threshold_us=300, cpus=None):
         self.period_us, self.threshold_us = period_us, threshold_us
         self.cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
         self.procs, self.logs = [], []
@@ -47,8 +47,8 @@ class VmPauses:
                 self.logs.append(os.open(path, os.O_RDONLY))
                 self.procs.append(subprocess.Popen(
                     [micropython, "-c", SENTINEL % (path, period_us)], stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, start_new_session=True,
-                    preexec_fn=lambda cpu=cpu: _pin(cpu, preexec)))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                    preexec_fn=lambda cpu=cpu: _pin(cpu)))
         except BaseException:
             self.close()
             raise
@@ -118,10 +118,11 @@ class VmPauses:
             os.rmdir(self.dir)
 
 
-def _pin(cpu, preexec):
-    """In the sentinel: on its CPU only, above every node and the host. Raises where
-    SCHED_FIFO is not allowed: below the nodes its wake-ups would measure them."""
-    if preexec:
-        preexec()
+def _pin(cpu):
+    """In the sentinel: dies with the host; on its CPU only, above every node and the
+    host. Raises where SCHED_FIFO is not allowed: below the nodes its wake-ups would
+    measure them."""
+    from host.runners.processes import _die_with_parent
+    _die_with_parent()
     os.sched_setaffinity(0, {cpu})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(os.sched_get_priority_max(os.SCHED_FIFO)))
