@@ -130,6 +130,11 @@ def cmd_vboard(a):
     return vboard.main(a.path, a.fs)
 
 
+def cmd_vwire(a):
+    from host import vwire
+    return vwire.main(a.dir, a.links, a.topology, a.goal_pair)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="linkteam", description="Multiagent manipulator control: "
                                 "MicroPython link agents, RMDAC host, MuJoCo plant.")
@@ -160,6 +165,13 @@ def main(argv=None):
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
     v.set_defaults(fn=cmd_vboard)
+    w = sub.add_parser("vwire", help="the UART wires of a ring or chain of vboards and the host, on ptys in DIR")
+    w.add_argument("dir", help="where to put the ports: host, up1, down1, ... (symlinks to ptys)")
+    w.add_argument("--links", type=int, required=True)
+    w.add_argument("--topology", choices=("ring", "chain"), default="ring",
+                   help="ring: link N's down TX back to the host's RX; chain: host <-> link 1 only")
+    w.add_argument("--goal-pair", action="store_true", help="ring: the host's TX reaches link N's down RX too")
+    w.set_defaults(fn=cmd_vwire)
     f = sub.add_parser("flash", help="mpy-cross + mpremote: firmware, link config and boot main.py onto a board")
     f.add_argument("--port", help="the board's serial port (or a vboard PATH)")
     f.add_argument("--link", type=int, help="link index this board drives (1 = base)")

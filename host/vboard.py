@@ -18,6 +18,8 @@ import time
 import tty
 from pathlib import Path
 
+from host.vwire import link_pty, unlink_pty
+
 BOOT = ("import os, sys\n"
         "os.umount('/')\n"
         "os.mount(os.VfsPosix(%r), '/')\n"
@@ -53,9 +55,7 @@ class VirtualBoard:
         self.user_m, self.user_s = pty.openpty()
         tty.setraw(self.user_s)
         tty.setraw(self.user_m)
-        if self.path.is_symlink() or self.path.exists():
-            self.path.unlink()
-        self.path.symlink_to(os.ttyname(self.user_s))
+        link_pty(self.path, self.user_s)
         return self
 
     def start_child(self, boot_main):
@@ -133,11 +133,7 @@ class VirtualBoard:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            if self.path.is_symlink():
-                self.path.unlink()
-        except OSError:
-            pass
+        unlink_pty(self.path)
 
 
 def main(path, fsdir=None):

@@ -1,5 +1,7 @@
 """Virtual boards + the real mpremote: flash two boards with `linkteam flash`, then run a
-short hardware-in-the-loop scenario against them (DESIGN 13 `hil`)."""
+short hardware-in-the-loop scenario against them (DESIGN 13 `hil`), on the CAN-like UDP
+medium and on a UART ring of ptys wired by `linkteam vwire`."""
+import contextlib
 import json
 import os
 import signal
@@ -23,21 +25,15 @@ def cli(*args, timeout=180):
     return r.stdout
 
 
-@pytest.fixture
-def two_vboards(tmp_path):
-    procs, paths = [], []
+@contextlib.contextmanager
+def daemons(*argvs, **popen):
+    """`linkteam ARGS` processes, each in a session of its own; SIGTERM at the end."""
+    procs = []
     try:
-        for i in (1, 2):
-            path = tmp_path / ("board%d" % i)
-            procs.append(subprocess.Popen([sys.executable, "-m", "host.cli", "vboard", str(path),
-                                           "--fs", str(tmp_path / ("fs%d" % i))], cwd=str(REPO),
-                                          stderr=subprocess.DEVNULL, start_new_session=True))
-            paths.append(path)
-        end = time.time() + 10
-        while not all(p.exists() for p in paths) and time.time() < end:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        yield paths
+        for args in argvs:
+            procs.append(subprocess.Popen([sys.executable, "-m", "host.cli", *args], cwd=str(REPO),
+                                          start_new_session=True, **popen))
+        yield procs
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -49,7 +45,40 @@ def two_vboards(tmp_path):
                 p.wait()
 
 
-def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path):
+@pytest.fixture
+def two_vboards(tmp_path):
+    paths = [tmp_path / ("board%d" % i) for i in (1, 2)]
+    with daemons(*[("vboard", str(p), "--fs", str(tmp_path / ("fs%d" % i))) for i, p in enumerate(paths, 1)],
+                 stderr=subprocess.DEVNULL):
+        end = time.time() + 10
+        while not all(p.exists() for p in paths) and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        yield paths
+
+
+@pytest.fixture(scope="module")
+def hil2(tmp_path_factory):
+    """The HIL scenario and its in-process run, the reference for the HIL runs."""
+    sc = load(REPO / "scenarios" / "hil2.toml")
+    ref, _ = run_scenario(sc, tmp_path_factory.mktemp("inproc"), quiet=True, make_plots=False)
+    return sc, ref
+
+
+def run_hil(sc, ref, out, ports):
+    s, _ = run_scenario(sc, out, mode="hil", quiet=True, make_plots=False, ports=ports)
+    assert s["status"] == "ok", s["reason"]
+    assert s["mode"] == "hil" and s["clock"] == "wall"
+    # a shared VM's hypervisor can steal whole stretches (vm_steal_ms): 3 late cycles
+    # normally, 5 % while it stole over 2 % of the run
+    stolen = (s.get("vm_steal_ms") or 0) > 0.02 * sc.duration * 1000
+    assert s["missed_cycles"] <= (0.05 * sc.duration * sc.control_rate_hz if stolen else 3), s
+    assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 0.2 * ref["e_rms_m"]
+    assert [n["link"] for n in s["nodes"]] == [1, 2]
+    return s
+
+
+def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path, hil2):
     b1, b2 = two_vboards
     base = free_base_port(2)
     out = cli("flash", "--chain", "1=%s,2=%s" % (b1, b2), "--scenario", "scenarios/hil2.toml",
@@ -66,18 +95,37 @@ def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path):
     found = cli("scan", "--ports", "udp:%d" % base, "--max-links", "4")
     assert "link  1" in found and "link  2" in found
 
-    sc = load(REPO / "scenarios" / "hil2.toml")
-    ref, _ = run_scenario(sc, tmp_path / "inproc", quiet=True, make_plots=False)
-    s, _ = run_scenario(sc, tmp_path / "hil", mode="hil", quiet=True, make_plots=False,
-                        ports="udp:%d" % base)
-    assert s["status"] == "ok", s["reason"]
-    assert s["mode"] == "hil" and s["clock"] == "wall"
-    # a shared VM's hypervisor can steal whole stretches (vm_steal_ms): 3 late cycles
-    # normally, 5 % while it stole over 2 % of the run
-    stolen = (s.get("vm_steal_ms") or 0) > 0.02 * sc.duration * 1000
-    assert s["missed_cycles"] <= (0.05 * sc.duration * sc.control_rate_hz if stolen else 3), s
-    assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 0.2 * ref["e_rms_m"]
-    assert [n["link"] for n in s["nodes"]] == [1, 2]
+    run_hil(*hil2, tmp_path / "hil", "udp:%d" % base)
+
+
+def test_uart_ring_of_virtual_boards(two_vboards, tmp_path, hil2):
+    """`linkteam vwire` wires two unix-pty vboards and the host's serial port as a ring:
+    host TX -> link 1 up, link 1 down <-> link 2 up, link 2 down -> host RX."""
+    with daemons(("vwire", str(tmp_path / "wires"), "--links", "2"), stdout=subprocess.PIPE, text=True) as (vw,):
+        printed = []
+        for line in vw.stdout:   # the ports, then a hint line
+            printed.append(line.split(": ", 1))
+            if line.startswith("(flash"):
+                break
+        host = printed[0][1].split()[0]
+        for link, board in enumerate(two_vboards, 1):
+            bus = json.loads(printed[link][1])
+            assert bus["ring"] and bus["up"].endswith("up%d" % link) and bus["down"].endswith("down%d" % link)
+            cli("flash", "--port", str(board), "--link", str(link), "--scenario", "scenarios/hil2.toml",
+                "--board", "unix-pty", "--bus-json", json.dumps(bus))
+        # `boards` stops main.py (mpremote) and soft-resets: the ports close and open again
+        assert cli("boards", "--ports", "%s,%s" % tuple(two_vboards)).count("unix-pty") == 2
+        port = "serial:%s@1000000" % host
+        found = cli("scan", "--ports", port, "--max-links", "4")   # the host's port, opened and closed
+        assert "link  1" in found and "link  2" in found
+        run_hil(*hil2, tmp_path / "ring", port)
+    wires = {}
+    for line in vw.stdout.read().splitlines():   # bytes per wire, printed on SIGTERM
+        if line.startswith("wire "):
+            _, src, _, dst, n = line.split()
+            wires[src, dst] = int(n)
+    # everything for the host came back over the return wire; link 1's up TX is not connected
+    assert wires["down2", "host"] > 10000 and wires["host", "up1"] > 10000, wires
 
 
 def test_vboard_soft_reset_and_ctrl_c(two_vboards):

@@ -4,6 +4,7 @@
 #   "unix-pty": UART daisy chain on pseudo-terminals (byte-stream ports, node.ChainNode)
 #   "unix-udp": CAN-like broadcast medium on loopback UDP (frame port, node.BusNode)
 # Everything blocks in select.poll with a timeout: 10-20 of these share two cores.
+import os
 import select
 import socket
 import sys
@@ -95,12 +96,14 @@ class StreamPort(_Paced):
 
 def open_pty(path, baud=0):
     """A byte port by path, or an inherited descriptor: "stdin" (fd 0) / "stdout" (fd 1),
-    which the parent has already made raw and non-blocking."""
+    which the parent has already made raw and non-blocking. A path is the host's (a
+    vboard's `/` is its own directory, `linkteam vwire` puts the ports elsewhere), so it
+    is opened on a VfsPosix at the host's root, whatever is mounted at the board's `/`."""
     if path == "stdin":
         return StreamPort(sys.stdin.buffer, baud)
     if path == "stdout":
         return StreamPort(sys.stdout.buffer, baud)
-    f = open(path, "r+b")
+    f = os.VfsPosix().open(path, "r+b") if hasattr(os, "VfsPosix") else open(path, "r+b")
     if termios is not None:
         fd = f.fileno()
         termios.setraw(fd)
