@@ -22,6 +22,7 @@ import tty
 from pathlib import Path
 
 BEHIND = 1 << 16   # bytes an open end may fall behind before more for it are dropped
+RT_PRIORITY = 60   # SCHED_FIFO, above the host and the links of processes mode
 
 
 def link_pty(path, slave):
@@ -175,6 +176,10 @@ def main(directory, n, topology="ring", goal_pair=False, out=None):
     out = out or sys.stdout
     wiring, buses = uart(directory, n, topology, goal_pair)
     signal.signal(signal.SIGTERM, lambda *a: setattr(wiring, "running", False))
+    try:   # a cable has no scheduling delay: relay at real-time priority where allowed
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+    except (OSError, AttributeError):
+        pass
     host = Path(directory) / "host"
     print("host port: %s   (linkteam run S --mode hil --ports serial:%s@1000000)" % (host, host), file=out)
     for i, bus in buses.items():

@@ -65,14 +65,14 @@ def hil2(tmp_path_factory):
     return sc, ref
 
 
-def run_hil(sc, ref, out, ports):
+def run_hil(sc, ref, out, ports, late_max=3):
     s, _ = run_scenario(sc, out, mode="hil", quiet=True, make_plots=False, ports=ports)
     assert s["status"] == "ok", s["reason"]
     assert s["mode"] == "hil" and s["clock"] == "wall"
-    # a shared VM's hypervisor can steal whole stretches (vm_steal_ms): 3 late cycles
-    # normally, 5 % while it stole over 2 % of the run
+    # a shared VM's hypervisor can steal whole stretches (vm_steal_ms): `late_max` late
+    # cycles normally, 5 % while it stole over 2 % of the run
     stolen = (s.get("vm_steal_ms") or 0) > 0.02 * sc.duration * 1000
-    assert s["missed_cycles"] <= (0.05 * sc.duration * sc.control_rate_hz if stolen else 3), s
+    assert s["missed_cycles"] <= (0.05 * sc.duration * sc.control_rate_hz if stolen else late_max), s
     assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 0.2 * ref["e_rms_m"]
     assert [n["link"] for n in s["nodes"]] == [1, 2]
     return s
@@ -118,7 +118,10 @@ def test_uart_ring_of_virtual_boards(two_vboards, tmp_path, hil2):
         port = "serial:%s@1000000" % host
         found = cli("scan", "--ports", port, "--max-links", "4")   # the host's port, opened and closed
         assert "link  1" in found and "link  2" in found
-        run_hil(*hil2, tmp_path / "ring", port)
+        # 2 % late, as in processes mode: each way round the ring passes the relay three
+        # times, and the vboards run at normal priority (6 runs here: 1-4 late of 360,
+        # cycle p50 1.7-2.1 ms, p99 5.7-7.7 ms)
+        run_hil(*hil2, tmp_path / "ring", port, late_max=0.02 * 360)
     wires = {}
     for line in vw.stdout.read().splitlines():   # bytes per wire, printed on SIGTERM
         if line.startswith("wire "):
