@@ -121,7 +121,8 @@ def test_uart_ring_of_virtual_boards(two_vboards, tmp_path, hil2):
         # 2 % late, as in processes mode: each way round the ring passes the relay three
         # times, and the vboards run at normal priority (6 runs here: 1-4 late of 360,
         # cycle p50 1.7-2.1 ms, p99 5.7-7.7 ms)
-        run_hil(*hil2, tmp_path / "ring", port, late_max=0.02 * 360)
+        sc = hil2[0]
+        run_hil(*hil2, tmp_path / "ring", port, late_max=0.02 * sc.duration * sc.control_rate_hz)
     wires = {}
     for line in vw.stdout.read().splitlines():   # bytes per wire, printed on SIGTERM
         if line.startswith("wire "):
