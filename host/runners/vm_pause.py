@@ -18,6 +18,8 @@ import tempfile
 from array import array
 from time import monotonic_ns   # the clock of time.perf_counter() on Linux
 
+from host.runners.processes import _die_with_parent
+
 # Runs under micropython: time.ticks_us is CLOCK_MONOTONIC in microseconds on the unix
 # port (time.perf_counter's clock); one 8-byte record a wake-up, no allocation.
 SENTINEL = """\
@@ -63,20 +65,25 @@ class VmPauses:
         start = 0 if last is None else max(0, size - 8 * last)
         return array("q", os.pread(fd, size - start, start))
 
+    def _gaps(self, w):
+        """(start_us, end_us) of every pause between consecutive wake-ups w: a wake-up
+        more than threshold_us late is a pause from its due time until it came."""
+        late = self.period_us + self.threshold_us
+        for a, b in zip(w, w[1:]):
+            if b - a > late:
+                yield a + self.period_us, b
+
     def pauses(self, since_us, now_us=None):
         """[(start_us, end_us)] of the pauses that ended after since_us, a pause going
         on now included."""
         now = monotonic_ns() // 1000 if now_us is None else now_us
-        late = self.period_us + self.threshold_us
         back = (now - since_us) // self.period_us + 4   # wake-ups since then, and some
         out = []
         for fd in self.logs:
             w = self._wakeups(fd, back)
-            for a, b in zip(w, w[1:]):
-                if b > since_us and b - a > late:
-                    out.append((a + self.period_us, b))
+            out += [g for g in self._gaps(w) if g[1] > since_us]
             # overdue now (a sentinel gone for over a second is just gone)
-            if w and late < now - w[-1] < 1000000:
+            if w and self.period_us + self.threshold_us < now - w[-1] < 1000000:
                 out.append((w[-1] + self.period_us, now))
         return out
 
@@ -93,15 +100,8 @@ class VmPauses:
 
     def totals(self):
         """(pauses, their total in ms) over every CPU since the sentinels started."""
-        count, total = 0, 0
-        late = self.period_us + self.threshold_us
-        for fd in self.logs:
-            w = self._wakeups(fd)
-            for a, b in zip(w, w[1:]):
-                if b - a > late:
-                    count += 1
-                    total += b - a - self.period_us
-        return count, total * 1e-3
+        gaps = [g for fd in self.logs for g in self._gaps(self._wakeups(fd))]
+        return len(gaps), sum(e - s for s, e in gaps) * 1e-3
 
     def close(self):
         for p in self.procs:
@@ -122,7 +122,6 @@ def _pin(cpu):
     """In the sentinel: dies with the host; on its CPU only, above every node and the
     host. Raises where SCHED_FIFO is not allowed: below the nodes its wake-ups would
     measure them."""
-    from host.runners.processes import _die_with_parent
     _die_with_parent()
     os.sched_setaffinity(0, {cpu})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(os.sched_get_priority_max(os.SCHED_FIFO)))
