@@ -136,11 +136,12 @@ class LinkAgent:
         self._n_assert = 0
         self.sample()
         self.safety.on_sample(tick, self.q, self.qd)
+        # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
+        # still carries the kinematic bus (its links beyond see it where it is held)
+        th, d, a, al = self.dh
+        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, self.q)
         if self.safety.state == safety.BRAKED:
             self.actuate(None)  # a braked joint needs no goal
-        else:   # A_i(q) now, so that K_{i-1} -> K_i is only the composition
-            th, d, a, al = self.dh
-            self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, self.q)
 
     def sample(self):
         if not self.hal.read():

@@ -39,6 +39,7 @@ def test_short_failsafe_run_holds_link_9(tmp_path):
     assert np.abs(d["q"][:, 8]).max() < 5e-3
     assert np.all(d["comp"][:, 8, 0] == 0)                  # no tracking proxy on the braked link
     assert s["agents"][8]["faults"] == 1
+    assert s["e_rms_m"] < 0.02    # link 10's kinematic packets pass through the held joint
 
 
 def test_experiments_command_two_rows_in_parallel(tmp_path):

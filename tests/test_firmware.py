@@ -163,6 +163,13 @@ def test_brake_at_start_drops_the_proxy():
     assert tq[0][4][2] == safety.BRAKED and tq[0][4][3] == 0.0   # no proxy component
     tq = rig.cycle(1, q=0.35, qd=0.0)
     assert tq[0][4][7] == pytest.approx(2000.0 * (0.3 - 0.35), rel=1e-5)   # brake PD about q_lock
+    # a braked joint still carries the kinematic bus: K_1 is where the held joint is
+    rig.cycle(2, q=0.35, qd=0.0)
+    a = rig.agent
+    a.receive(m.encode(m.SYNC, 0, 255, 0, (3,)))
+    a.receive(m.encode(m.KINEMATIC, 0, 1, 0, (3, 1, 0, 0, 0) + (0.0,) * 9))
+    k = [x for x in (rig.dec.decode(f) for f in rig.out) if x and x[0] == m.KINEMATIC]
+    assert k and k[-1][4][5:8] == pytest.approx((math.cos(0.35), math.sin(0.35), 0.0), abs=1e-6)
 
 
 def test_garbage_frames_are_counted_never_raised():
