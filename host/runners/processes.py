@@ -389,11 +389,13 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
 
     t_goal = [None]
     pauses = getattr(loop, "vm_pauses", None)   # VmPauses, wall clock in processes mode
+    sched = HostSchedstat()
 
     def exchange(frames, k):
         t0 = perf_counter()
         t_goal[0] = None
         paused = 0.0
+        sched0 = sched.read()
         with sending_priority():
             if io is not None:
                 for f in frames:
@@ -428,10 +430,13 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                     if health:
                         health()
                     if len(loop.late_detail) < 50:   # what the late cycle was waiting for
+                        run_ms, runq_ms = sched.since(sched0)
                         loop.late_detail.append({
                             "tick": k, "goal_sent_ms": None if t_goal[0] is None else round((t_goal[0] - t0) * 1e3, 2),
                             "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
-                            "vm_paused_ms": round(paused * 1e3, 2)})
+                            "vm_paused_ms": round(paused * 1e3, 2),
+                            "host_oncpu_ms": run_ms, "host_runq_ms": runq_ms,
+                            "host_woke_late_ms": round((perf_counter() - deadline) * 1e3, 2)})
                     return
                 wait = deadline - now
             else:
@@ -452,6 +457,32 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
     loop.slack = []
     loop.late_detail = []
     return exchange
+
+
+class HostSchedstat:
+    """The host thread's own scheduling (/proc/thread-self/schedstat: ns on the CPU, ns
+    runnable but waiting for it): tells a late cycle in which the host itself could not
+    run from one in which it slept waiting for the links. (0, 0) where there is no such file."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def read(self):
+        if self.fd is None:
+            return (0, 0)
+        f = os.pread(self.fd, 64, 0).split()
+        return (int(f[0]), int(f[1]))
+
+    def since(self, before):
+        now = self.read()
+        return round((now[0] - before[0]) * 1e-6, 2), round((now[1] - before[1]) * 1e-6, 2)
+
+    def __del__(self):
+        if self.fd is not None:
+            os.close(self.fd)
 
 
 class sending_priority:
