@@ -186,20 +186,57 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
 
 
-def measure_compute(micropython=None):
-    """Per-hop compute of a ChainNode + LinkAgent under the MicroPython unix port (us)."""
-    import subprocess
-    from pathlib import Path
-    from host.runners.processes import micropython_path
-    root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([micropython or micropython_path(), str(root / "benchmarks" / "mp_node_cycle.py")],
-                       capture_output=True, text=True, cwd=str(root), timeout=120)
+def hop_lines(text):
+    """The `HOP name us` lines of benchmarks/mp_node_cycle.py's output -> {name: us}."""
     vals = {}
-    for line in r.stdout.splitlines():
+    for line in text.splitlines():
         if line.startswith("HOP "):
             k, v = line.split()[1:3]
             vals[k] = float(v)
     return vals
+
+
+def parse_compute(spec):
+    """`--compute`: "k_us=900,goal_us=700,..." or "@FILE", a file holding the output of
+    benchmarks/mp_node_cycle.py (run on the board: mpremote run benchmarks/mp_node_cycle.py)."""
+    if spec.startswith("@"):
+        with open(spec[1:]) as f:
+            vals = hop_lines(f.read())
+        if not vals:
+            raise ValueError("%s holds no 'HOP name us' lines (benchmarks/mp_node_cycle.py output)" % spec[1:])
+        return vals
+    vals = {}
+    for item in spec.split(","):
+        k, eq, v = item.strip().partition("=")
+        if k not in DEFAULT_COMPUTE or not eq:
+            raise ValueError("compute: NAME=US with NAME one of %s, not %r" % (", ".join(DEFAULT_COMPUTE), item))
+        try:
+            vals[k] = float(v)
+        except ValueError:
+            raise ValueError("compute: %s=%r is not a number of microseconds" % (k, v)) from None
+        if vals[k] < 0:
+            raise ValueError("compute: %s must be >= 0" % k)
+    return vals
+
+
+def measure_compute(micropython=None, port=None):
+    """Per-hop compute (us) of a ChainNode + LinkAgent: benchmarks/mp_node_cycle.py
+    under the MicroPython unix port, or on the board at `port` (flashed with `linkteam
+    flash`, so its firmware/ and bus_protocol/ are the ones measured) through mpremote."""
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    bench = str(root / "benchmarks" / "mp_node_cycle.py")
+    if port is not None:
+        from host.flash import mpremote, soft_reset_to_main
+        try:
+            return hop_lines(mpremote(port, "run", bench, timeout=300))
+        finally:
+            soft_reset_to_main(port)   # back to its link agent (boot main.py)
+    from host.runners.processes import micropython_path
+    r = subprocess.run([micropython or micropython_path(), bench], capture_output=True, text=True,
+                       cwd=str(root), timeout=120)
+    return hop_lines(r.stdout)
 
 
 def report(n, bus, rate, plant="bus", compute=None, topology="ring"):

@@ -121,7 +121,19 @@ def cmd_scan(a):
 
 def cmd_budget(a):
     from host import budget
-    print(budget.report(a.links, a.bus, a.rate, plant=a.plant, topology=a.topology))
+    compute = {}
+    try:
+        if a.measure_on:
+            compute = budget.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
+            if not compute:
+                sys.stderr.write("linkteam budget: the benchmark printed no HOP lines on %s\n" % a.measure_on)
+                return 1
+        if a.compute:
+            compute.update(budget.parse_compute(a.compute))
+        print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology))
+    except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
+        sys.stderr.write("linkteam budget: %s\n" % e)
+        return 2
     return 0
 
 
@@ -202,6 +214,12 @@ def main(argv=None):
                         "plant fed over the bus (HIL); wire: joint I/O on wires of its own (processes mode)")
     g.add_argument("--topology", choices=("ring", "chain"), default="ring",
                    help="uart: ring (tip wired back to the host) or plain chain")
+    g.add_argument("--measure-on", metavar="PORT|local",
+                   help="per-hop compute measured by benchmarks/mp_node_cycle.py on the flashed board at PORT "
+                        "(mpremote), or 'local' under the MicroPython unix port; default: desktop figures")
+    g.add_argument("--compute", metavar="NAME=US,...|@FILE",
+                   help="per-hop compute in us (k_us, goal_us, fwd_us, host_us, wake_us), or @FILE holding "
+                        "mp_node_cycle.py's output from a board; overrides --measure-on")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

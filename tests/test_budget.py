@@ -61,3 +61,36 @@ def test_budget_predicts_a_baud_emulated_run(topology):
     predicted = budget.simulate(sc.n, "uart:1000000", plant="wire", topology=topology,
                                 compute={"wake_us": wake_us})["latency_s"]
     assert abs(measured - predicted) <= 0.25 * measured, (measured, predicted, wake_us)
+
+
+def test_compute_given_or_read_from_a_boards_benchmark_output(tmp_path):
+    # the output of benchmarks/mp_node_cycle.py as a board prints it (mpremote run)
+    out = tmp_path / "rp2.txt"
+    out.write_text("RAM after init: gc.mem_alloc() 52000 bytes\nHOP k_us 900\nHOP goal_us 700\nHOP fwd_us 120\n")
+    got = budget.parse_compute("@%s" % out)
+    assert got == {"k_us": 900.0, "goal_us": 700.0, "fwd_us": 120.0}
+    assert budget.parse_compute("k_us=900, wake_us=20") == {"k_us": 900.0, "wake_us": 20.0}
+    slow = budget.simulate(10, "canfd:1000000/5000000", plant="real", compute=got)
+    fast = budget.simulate(10, "canfd:1000000/5000000", plant="real")
+    # K_N waits for ten K hops: each ~860 us slower than the desktop default
+    assert slow["k_n_s"] - fast["k_n_s"] == pytest.approx(10 * (900 - 40) * 1e-6, rel=0.05)
+    for bad in ("k_us", "k_us=fast", "kus=3", "k_us=-1"):
+        with pytest.raises(ValueError):
+            budget.parse_compute(bad)
+    (tmp_path / "empty.txt").write_text("nothing here\n")
+    with pytest.raises(ValueError, match="HOP"):
+        budget.parse_compute("@%s" % (tmp_path / "empty.txt"))
+
+
+def test_budget_cli_measures_under_micropython_and_rejects_bad_compute(capsys, monkeypatch):
+    from host.cli import main
+    # defaults no measurement could give: what the report shows was measured or given
+    monkeypatch.setattr(budget, "DEFAULT_COMPUTE", dict.fromkeys(budget.DEFAULT_COMPUTE, 99999.0))
+    assert main(["budget", "--links", "10", "--bus", "uart:3000000", "--measure-on", "local",
+                 "--compute", "wake_us=0"]) == 0
+    text = capsys.readouterr().out
+    hop = dict(kv.split() for kv in text.split("per-hop compute (us): ")[1].strip().split(", "))
+    assert hop["wake_us"] == "0" and hop["host_us"] == "99999"
+    assert all(0 < float(hop[k]) < 5000 for k in ("k_us", "goal_us", "fwd_us"))
+    assert main(["budget", "--links", "10", "--bus", "uart:3000000", "--compute", "k_us=x"]) == 2
+    assert "not a number" in capsys.readouterr().err

@@ -94,6 +94,10 @@ def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path, hil2):
     assert dumped["link"] == 2 and dumped["bus"]["base_port"] == base
     found = cli("scan", "--ports", "udp:%d" % base, "--max-links", "4")
     assert "link  1" in found and "link  2" in found
+    # per-hop compute measured on the flashed board itself (its .mpy firmware) for the budget
+    text = cli("budget", "--links", "20", "--bus", "canfd:1000000/5000000", "--measure-on", str(b1))
+    hop = dict(kv.split() for kv in text.split("per-hop compute (us): ")[1].strip().split(", "))
+    assert all(0 < float(hop[k]) < 5000 for k in ("k_us", "goal_us", "fwd_us")), text
 
     run_hil(*hil2, tmp_path / "hil", "udp:%d" % base)
 
