@@ -139,7 +139,9 @@ def test_a_host_stall_moves_the_schedule_and_is_not_a_missed_cycle():
             time.sleep(0.04)
     assert loop.run(lambda frames, k: bus.run(frames), progress) == "ok"
     assert loop.missed_cycles == 0
-    assert loop.late_start == 1 and 0.025 < loop.host_lag_max < 0.2   # 40 ms less the tick's slack
+    # the stall opens one tick late (40 ms less the tick's slack); a busy machine may open
+    # another one over 1 ms late too (seen once in 5 lone runs)
+    assert 1 <= loop.late_start <= 3 and 0.025 < loop.host_lag_max < 0.2
     assert loop.wall_seconds > 0.5 + 0.025   # the stall is in the run's wall time
 
     loop, bus = _wall_loop()
