@@ -81,9 +81,14 @@ class ControlLoop:
                     lag = wall0 + t - time.perf_counter()
                     if lag > 0:
                         time.sleep(lag)
-                    else:   # the simulator itself is late (plant step, a stall of the host
-                        # process): the simulated world waits for it, so the schedule moves
-                        # and the bus keeps its whole period; counted apart from missed cycles
+                        lag = wall0 + t - time.perf_counter()   # below 0: it woke late
+                        if lag > -self.host_late_s:
+                            lag = 0.0
+                    if lag < 0:   # the simulator itself opens the tick late (plant step, a stall
+                        # of the host process, also one that keeps it from waking on time): the
+                        # simulated world waits for it, so the schedule moves and the bus keeps
+                        # its whole period; counted apart from missed cycles. (A wake-up late
+                        # by under host_late_s only shortens the period by that much.)
                         wall0 -= lag
                         if -lag > self.host_late_s:
                             self.late_start += 1

@@ -436,7 +436,10 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                             "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
                             "vm_paused_ms": round(paused * 1e3, 2),
                             "host_oncpu_ms": run_ms, "host_runq_ms": runq_ms,
-                            "host_woke_late_ms": round((perf_counter() - deadline) * 1e3, 2)})
+                            "host_woke_late_ms": round((perf_counter() - deadline) * 1e3, 2),
+                            "deadline_ms": round((deadline - t0) * 1e3, 2)})
+                        if pauses is not None:
+                            loop.late_detail[-1]["sentinel_wakeups_ms"] = pauses.wakeups_since(t0)
                     return
                 wait = deadline - now
             else:

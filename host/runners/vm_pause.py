@@ -87,6 +87,15 @@ class VmPauses:
                 out.append((w[-1] + self.period_us, now))
         return out
 
+    def wakeups_since(self, t0, now=None):
+        """Per CPU, the sentinel's wake-ups after t0 - 2 periods, in ms from t0 (perf_counter
+        seconds): what it saw of a late cycle (summary.json late_cycles)."""
+        a = int(t0 * 1e6)
+        now_us = monotonic_ns() // 1000 if now is None else int(now * 1e6)
+        back = (now_us - a) // self.period_us + 4
+        return [[round((w - a) * 1e-3, 2) for w in self._wakeups(fd, back) if w >= a - 2 * self.period_us]
+                for fd in self.logs]
+
     def lost(self, t0, t1):
         """Seconds of [t0, t1] (perf_counter) covered by some vCPU's pause (their union)."""
         a, b = int(t0 * 1e6), int(t1 * 1e6)
