@@ -62,6 +62,10 @@ def test_sentinel_sees_its_cpu_frozen_while_and_after_it_happens():
         assert 0.05 < ongoing < 0.07
         assert 0.055 < done < 0.075
         assert v.lost(t1, t1 + 1.0) == 0.0    # nothing in a window after it
+        # what a late cycle's record shows: ms from t0, with the 50-70 ms gap of the freeze
+        seen = v.wakeups_since(t0)[0]
+        assert seen[0] < 0 and seen == sorted(seen)
+        assert 50 < max(b - a for a, b in zip(seen, seen[1:])) < 75
         count, total_ms = v.totals()
         assert count >= 1 and total_ms >= 55
     finally:

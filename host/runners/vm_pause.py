@@ -65,6 +65,12 @@ class VmPauses:
         start = 0 if last is None else max(0, size - 8 * last)
         return array("q", os.pread(fd, size - start, start))
 
+    def _recent(self, since_us, now_us):
+        """(now_us, per CPU the wake-ups since since_us and a few before)."""
+        now = monotonic_ns() // 1000 if now_us is None else now_us
+        back = (now - since_us) // self.period_us + 4
+        return now, [self._wakeups(fd, back) for fd in self.logs]
+
     def _gaps(self, w):
         """(start_us, end_us) of every pause between consecutive wake-ups w: a wake-up
         more than threshold_us late is a pause from its due time until it came."""
@@ -76,25 +82,21 @@ class VmPauses:
     def pauses(self, since_us, now_us=None):
         """[(start_us, end_us)] of the pauses that ended after since_us, a pause going
         on now included."""
-        now = monotonic_ns() // 1000 if now_us is None else now_us
-        back = (now - since_us) // self.period_us + 4   # wake-ups since then, and some
+        now, recent = self._recent(since_us, now_us)
         out = []
-        for fd in self.logs:
-            w = self._wakeups(fd, back)
+        for w in recent:
             out += [g for g in self._gaps(w) if g[1] > since_us]
             # overdue now (a sentinel gone for over a second is just gone)
             if w and self.period_us + self.threshold_us < now - w[-1] < 1000000:
                 out.append((w[-1] + self.period_us, now))
         return out
 
-    def wakeups_since(self, t0, now=None):
-        """Per CPU, the sentinel's wake-ups after t0 - 2 periods, in ms from t0 (perf_counter
-        seconds): what it saw of a late cycle (summary.json late_cycles)."""
+    def wakeups_since(self, t0):
+        """Per CPU, the sentinel's wake-ups from two periods before t0 (perf_counter
+        seconds), in ms from t0: what it saw of a late cycle (summary.json late_cycles)."""
         a = int(t0 * 1e6)
-        now_us = monotonic_ns() // 1000 if now is None else int(now * 1e6)
-        back = (now_us - a) // self.period_us + 4
-        return [[round((w - a) * 1e-3, 2) for w in self._wakeups(fd, back) if w >= a - 2 * self.period_us]
-                for fd in self.logs]
+        return [[round((w - a) * 1e-3, 2) for w in ws if w >= a - 2 * self.period_us]
+                for ws in self._recent(a, None)[1]]
 
     def lost(self, t0, t1):
         """Seconds of [t0, t1] (perf_counter) covered by some vCPU's pause (their union)."""
