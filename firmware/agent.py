@@ -7,6 +7,7 @@ from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
+CONFIG_MAX = 2048   # bytes of a CONFIG blob
 
 # indices of TORQUE components
 C_PROXY = 0
@@ -23,6 +24,39 @@ class LinkAgent:
 
     def __init__(self, cfg, hal):
         self.hal = hal
+        self.configure(cfg)
+        self.status_every = int(cfg.get("status_every", 12))
+        self.new_run()
+        self._cfg_blob = None
+        self.decoder = m.Decoder()
+        self._tx = bytearray(64)
+        self._seq = 0
+        self.down = self.link + 1 if self.link < self.n_links else m.HOST
+        # per-cycle state
+        self.tick = -1
+        self.q = 0.0
+        self.qd = 0.0
+        self.q_lock = None
+        self.kin_tick = -1
+        self.z = (0.0, 0.0, 1.0)
+        self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
+        self.p_prev = (0.0, 0.0, 0.0)
+        self.quat = (1.0, 0.0, 0.0, 0.0)
+        self.p = (0.0, 0.0, 0.0)
+        self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
+        self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
+        self._n_assert = 0
+        self.acted_tick = -1
+        self.t_sync = 0
+        self.cycle_us = 0
+        self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
+        self.late = 0          # packets for a past tick, dropped
+        self.components = [0.0] * 6
+        self.u = 0.0
+
+    def configure(self, cfg):
+        """Take a link's config (at start, or a CONFIG blob applied while not running);
+        ValueError, KeyError or TypeError if it is not usable."""
         self.link = cfg["link"]
         self.n_links = cfg["n_links"]
         dh = cfg["dh"]
@@ -63,36 +97,12 @@ class LinkAgent:
         br = beh.get("brake", {})
         # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
         self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
-        self.status_every = int(cfg.get("status_every", 12))
         self._safety_cfg = cfg.get("safety", {})
         self._brake_at_start = cfg.get("brake_at_start")
-        self.new_run()
-
-        self.decoder = m.Decoder()
-        self._tx = bytearray(64)
-        self._seq = 0
-        self.down = self.link + 1 if self.link < self.n_links else m.HOST
-        # per-cycle state
-        self.tick = -1
-        self.q = 0.0
-        self.qd = 0.0
-        self.q_lock = None
-        self.kin_tick = -1
-        self.z = (0.0, 0.0, 1.0)
-        self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
-        self.p_prev = (0.0, 0.0, 0.0)
-        self.quat = (1.0, 0.0, 0.0, 0.0)
-        self.p = (0.0, 0.0, 0.0)
-        self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
-        self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
-        self._n_assert = 0
-        self.acted_tick = -1
-        self.t_sync = 0
-        self.cycle_us = 0
-        self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
-        self.late = 0          # packets for a past tick, dropped
-        self.components = [0.0] * 6
-        self.u = 0.0
+        for x in self.dh + (self.q_low, self.q_high, self.u_sat, self.mass) + self.brake_gains:
+            if not safety.finite(x):
+                raise ValueError("config: %r is not a finite number" % (x,))
+        self.cfg = cfg
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None):
@@ -106,12 +116,26 @@ class LinkAgent:
         self.send(m.LOG, m.HOST, (text.encode()[:56],))
 
     def receive(self, frame, n=None):
-        """Decode one logical frame and act on it. Garbage is counted, never raised."""
+        """Decode one logical frame and act on it. Garbage is counted, never raised; a
+        goal, packet or joint state holding NaN/inf is dropped and latches F_NAN (brake);
+        an exception inside the cycle latches F_INTERNAL. A newly latched fault is
+        reported at once (STATUS, then a LOG line with its reason)."""
         msg = self.decoder.decode(frame, n)
         if msg is None:
             return
         mtype, src, dst, seq, v = msg
         if dst != self.link and dst != m.BROADCAST:
+            return
+        try:
+            self.dispatch(mtype, v)
+        except Exception as e:   # never let a bug stop the node: brake and say why
+            self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
+        if self.safety.pending:
+            self.report_faults()
+
+    def dispatch(self, mtype, v):
+        if mtype <= m.ASSERT and not safety.all_finite(v):   # SYNC..ASSERT carry numbers
+            self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
             return
         if mtype == m.SYNC:
             self.on_sync(v[0])
@@ -127,6 +151,16 @@ class LinkAgent:
                 feed(v)
         elif mtype == m.COMMAND:
             self.on_command(v[0], v[1])
+        elif mtype == m.CONFIG:
+            self.on_config(v)
+
+    def report_faults(self):
+        """EMCY-like: the STATUS with the new fault bits, then the reason as a LOG line."""
+        sf = self.safety
+        bits = sf.pending
+        sf.pending = 0
+        self.send_status()
+        self.log("fault %s: %s" % (" ".join(safety.fault_names(bits)), sf.reason))
 
     # ---- one cycle (DESIGN 6) ------------------------------------------------------
     def on_sync(self, tick):
@@ -140,14 +174,18 @@ class LinkAgent:
         # still carries the kinematic bus (its links beyond see it where it is held)
         th, d, a, al = self.dh
         self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, self.q)
-        if self.safety.state == safety.BRAKED:
-            self.actuate(None)  # a braked joint needs no goal
+        if safety.is_fault_state(self.safety.state):
+            self.actuate(None)  # a braked (held, damped) joint needs no goal
 
     def sample(self):
-        if not self.hal.read():
-            self.safety.trip(safety.F_SENSOR)
-        self.q = self.hal.q
-        self.qd = self.hal.qd
+        hal = self.hal
+        if not hal.read():
+            self.safety.trip(safety.F_SENSOR, "joint read failed")
+        elif safety.finite(hal.q) and safety.finite(hal.qd):
+            self.q = hal.q
+            self.qd = hal.qd
+        else:   # keep the last good reading: a reaction about NaN would command NaN
+            self.safety.trip(safety.F_NAN, "NaN/inf joint reading")
 
     def idle(self):
         """Called by the board loop whenever the bus has been quiet for a while: with no
@@ -157,11 +195,12 @@ class LinkAgent:
         if sf.state == safety.INIT:
             return False
         if ticks_diff(self.hal.ticks_us(), self.t_sync) > 1000 * sf.watchdog_ms:
-            if sf.state != safety.BRAKED:
-                sf.trip(safety.F_LOST_BUS)
+            sf.trip(safety.F_BUS_LOST, "no SYNC for %d ms" % sf.watchdog_ms)
+            if sf.pending:
+                self.report_faults()
             self.sample()
             self.actuate(None)
-        return sf.state == safety.BRAKED
+        return safety.is_fault_state(sf.state)
 
     def on_kinematic(self, v):
         """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions."""
@@ -218,6 +257,7 @@ class LinkAgent:
         if self.safety.state == safety.RUN and self.acted_tick != self.tick:
             if self.kin_tick != self.tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
+                self.safety.on_kinematic_age(self.tick - self.kin_tick)
             self.actuate(v)
 
     def actuate(self, goal):
@@ -226,11 +266,17 @@ class LinkAgent:
             c[j] = 0.0
         q = self.q
         qd = self.qd
-        if self.safety.state == safety.BRAKED:
+        state = self.safety.state
+        if safety.is_fault_state(state):   # the fault's reaction
             if self.q_lock is None:
                 self.q_lock = q
-                self.hal.set_brake(True)
-            c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
+            braked = state == safety.BRAKED
+            if braked != self.hal.braked:
+                self.hal.set_brake(braked)
+            if state == safety.DAMP:
+                c[C_BRAKE] = -self.brake_gains[1] * qd
+            else:   # hold or brake: the brake PD about the angle at the fault (7.274)
+                c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
         else:
             if self.q_lock is not None:
                 self.q_lock = None
@@ -254,9 +300,12 @@ class LinkAgent:
         u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
              + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
         u = behaviours.saturate(u, self.u_sat)
+        if not safety.finite(u):   # never a NaN torque, whatever went wrong above
+            u = 0.0
+            self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
-        self.safety.on_torque(u, qd)
+        self.safety.on_torque(u, qd, self.u_sat)
         self.acted_tick = self.tick
         self.cycle_us = ticks_diff(self.hal.ticks_us(), self.t_sync)
         # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
@@ -273,14 +322,52 @@ class LinkAgent:
                                      self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF))
 
     def on_command(self, cmd, arg):
+        """BRAKE latches F_COMMAND, or the fault bit given in arg (the host braking a node a
+        neighbour reported); RELEASE is the explicit clear of every latched fault."""
         if cmd == m.CMD_BRAKE:
-            self.safety.trip(safety.F_COMMAND)
+            bit = int(arg)
+            self.safety.trip(bit if bit in safety.FAULT_NAMES else safety.F_COMMAND, "commanded", safety.BRAKED)
         elif cmd == m.CMD_RELEASE:
-            self.safety.release()
+            self.safety.clear()
         elif cmd == m.CMD_PING:
             self.send_status()
         elif cmd == m.CMD_RESET:
             self.new_run()
+        elif cmd == m.CMD_CONFIG_APPLY:
+            self.apply_config()
+
+    def on_config(self, v):
+        """One CONFIG chunk (offset, total, data) of a JSON blob of link fields."""
+        off, total, data = v
+        if total > CONFIG_MAX or off + len(data) > total:
+            self._cfg_blob = None
+            self.safety.trip(safety.F_CONFIG, "config blob over %d bytes" % CONFIG_MAX)
+            return
+        if off == 0 or self._cfg_blob is None or len(self._cfg_blob) != total:
+            self._cfg_blob = bytearray(total)
+        self._cfg_blob[off:off + len(data)] = data
+
+    def apply_config(self):
+        """COMMAND CONFIG_APPLY: merge the blob's fields into the link's config. Refused
+        while running (brake or RESET the node first); an invalid blob leaves the old
+        config in place and latches F_CONFIG."""
+        if self.safety.state == safety.RUN:
+            self.log("config refused: running")
+            return
+        blob, self._cfg_blob = self._cfg_blob, None
+        old = self.cfg
+        try:
+            import json
+            new = dict(old)
+            new.update(json.loads(bytes(blob or b"")))
+            self.configure(new)
+            self.safety.configure(self._safety_cfg)
+        except Exception as e:
+            self.configure(old)
+            self._safety_cfg = old.get("safety", {})
+            self.safety.trip(safety.F_CONFIG, "%s %s" % (type(e).__name__, e))
+            return
+        self.log("config applied")
 
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run

@@ -46,7 +46,7 @@ def run(path="/config.json", idle_exit_ms=0):
             gc_tick = t
             gc.collect()
             continue
-        wait_ms = 10 if agent.safety.state == safety.BRAKED else 100   # keep the brake PD going
+        wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
         if board.wait(wait_ms):
             continue
         agent.idle()

@@ -1,91 +1,134 @@
-# Agent states, fault codes and fail-safe triggers (DESIGN 5 "Fail-safe brake", 7.271-7.273).
-try:
-    from micropython import const
-except ImportError:
-    def const(x):
-        return x
+# The node safety state machine (docs/design.md §5 "Fail-safe brake", thesis 7.271-7.273):
+# watchdogs and plausibility checks latch fault codes; each fault puts the agent into its
+# configured reaction (hold, damp, brake); COMMAND RELEASE clears them. States, fault bits
+# and names are bus_protocol/safety_codes.py, shared with the host.
+from bus_protocol.safety_codes import (  # noqa: F401  (re-exported for the agent and tests)
+    BRAKED, DAMP, DEFAULT_REACTIONS, F_BUS_LOST, F_COMMAND, F_CONFIG, F_GOAL_STALE, F_INTERNAL,
+    F_KIN_STALE, F_MOTOR, F_NAN, F_NEIGHBOUR_DISAGREES, F_NEIGHBOUR_SILENT, F_OVER_TORQUE, F_SENSOR,
+    FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_bit, fault_names,
+    is_fault_state, stronger)
 
-# states (STATUS.state, TORQUE.state)
-INIT = const(0)
-RUN = const(1)
-BRAKED = const(2)
-STATE_NAMES = {INIT: "init", RUN: "run", BRAKED: "braked"}
-
-# fault bits (STATUS.faults)
-F_COMMAND = const(1)        # brake commanded by the host or the scenario
-F_LOST_BUS = const(2)       # no goal for more than watchdog cycles
-F_ENCODER_JUMP = const(4)   # |q_k - q_{k-1}| beyond max_q_step
-F_OVERSPEED = const(8)      # |qd| beyond qd_max
-F_STALL = const(16)         # torque commanded, no motion
-F_CONFIG = const(32)        # config rejected
-F_SENSOR = const(64)        # the HAL could not read the joint (hal.read() False)
-FAULT_NAMES = {F_COMMAND: "command", F_LOST_BUS: "lost_bus", F_ENCODER_JUMP: "encoder_jump",
-               F_OVERSPEED: "overspeed", F_STALL: "stall", F_CONFIG: "config", F_SENSOR: "sensor"}
+BIG = 1e30   # |x| below this and not NaN: a usable number (comparisons allocate nothing)
 
 
-def fault_names(bits):
-    return [FAULT_NAMES[b] for b in FAULT_NAMES if bits & b]
+def finite(x):
+    return -BIG < x < BIG
+
+
+def all_finite(values):
+    """Every value of a decoded frame is a usable number (NaN and +-inf are not)."""
+    for x in values:
+        if not -BIG < x < BIG:
+            return False
+    return True
 
 
 class Safety:
-    """Watchdog and plausibility checks. A fault latches BRAKED; `release()` clears it
-    (a COMMAND from the host), or, with readmit_cycles > 0, a lost-bus fault clears by
-    itself after that many consecutive good goals (re-admission, Hamilton et al.)."""
+    """Watchdogs and plausibility checks. A fault latches its bit; the agent's state is the
+    strongest reaction of the latched faults. `clear()` (COMMAND RELEASE) clears them all;
+    with readmit_cycles > 0 the communication faults (bus lost, goal or kinematic packet
+    stale) also clear by themselves after that many consecutive good goals (re-admission,
+    Hamilton et al.). `pending` holds the bits latched since the agent last reported."""
 
     def __init__(self, cfg):
-        self.watchdog_cycles = cfg.get("watchdog_cycles", 3)
-        self.watchdog_ms = cfg.get("watchdog_ms", 50)   # silent bus: no SYNC at all
-        self.max_q_step = cfg.get("max_q_step", 0.5)
-        self.qd_max = cfg.get("qd_max", 50.0)
-        self.stall_u = cfg.get("stall_u", 0.0)      # 0 disables the stall trigger
-        self.stall_qd = cfg.get("stall_qd", 1e-3)
-        self.stall_cycles = cfg.get("stall_cycles", 60)
-        self.readmit_cycles = cfg.get("readmit_cycles", 0)
+        self.configure(cfg)
         self.faults = 0
+        self.pending = 0
+        self.reason = ""
         self.state = INIT
         self.last_goal_tick = -1
         self._stalled = 0
+        self._saturated = 0
         self._good = 0
         self._q_prev = None
 
-    def trip(self, bit):
-        self.faults |= bit
-        self.state = BRAKED
+    def configure(self, cfg):
+        """Thresholds and reactions from a link's `safety` table; ValueError if invalid."""
+        self.watchdog_cycles = int(cfg.get("watchdog_cycles", 3))
+        self.watchdog_ms = int(cfg.get("watchdog_ms", 50))   # silent bus: no SYNC at all
+        self.kin_stale_cycles = int(cfg.get("kin_stale_cycles", 12))
+        self.max_q_step = float(cfg.get("max_q_step", 0.5))
+        self.qd_max = float(cfg.get("qd_max", 50.0))
+        self.stall_u = float(cfg.get("stall_u", 0.0))      # 0 disables the stall trigger
+        self.stall_qd = float(cfg.get("stall_qd", 1e-3))
+        self.stall_cycles = int(cfg.get("stall_cycles", 60))
+        self.over_torque_cycles = int(cfg.get("over_torque_cycles", 0))   # 0: off
+        self.readmit_cycles = int(cfg.get("readmit_cycles", 0))
+        react = {}
+        given = cfg.get("reactions", {})
+        for name in given:
+            if name not in DEFAULT_REACTIONS:
+                raise ValueError("unknown fault %r in safety.reactions" % (name,))
+        for bit in FAULT_NAMES:
+            name = FAULT_NAMES[bit]
+            r = given.get(name, DEFAULT_REACTIONS[name])
+            if r not in REACTION_STATE:
+                raise ValueError("safety.reactions.%s: %r is not report, hold, damp or brake" % (name, r))
+            react[bit] = REACTION_STATE[r]
+        self.reaction = react
 
-    def release(self):
-        self.faults = 0
-        self._stalled = 0
+    def trip(self, bit, reason="", react=None):
+        """Latch fault `bit` (once: a latched fault does not re-trip) and react: the
+        fault's configured reaction, or `react` (a state) when given."""
+        if self.faults & bit:
+            return
+        self.faults |= bit
+        self.pending |= bit
+        self.reason = reason or FAULT_NAMES.get(bit, "fault")
+        self.state = stronger(self.state, self.reaction.get(bit, BRAKED) if react is None else react)
         self._good = 0
-        self.state = INIT   # the watchdog restarts at the next sample
+
+    def clear(self):
+        """COMMAND RELEASE: clear every latched fault; the watchdog restarts at the next
+        sample (INIT)."""
+        self.faults = 0
+        self.pending = 0
+        self._stalled = 0
+        self._saturated = 0
+        self._good = 0
+        self.state = INIT
+
+    release = clear
 
     def on_sample(self, tick, q, qd):
-        """Called once per cycle after sensing: watchdog and sensor plausibility."""
+        """Called once per cycle after sensing: goal watchdog and sensor plausibility."""
         if self.state == INIT:
             self.state = RUN
             self.last_goal_tick = tick
         if tick - self.last_goal_tick > self.watchdog_cycles:
-            self.trip(F_LOST_BUS)
-            self._good = 0
+            self.trip(F_GOAL_STALE, "no goal for %d cycles" % (tick - self.last_goal_tick))
         if self._q_prev is not None and abs(q - self._q_prev) > self.max_q_step:
-            self.trip(F_ENCODER_JUMP)
+            self.trip(F_SENSOR, "encoder jump %.3f" % (q - self._q_prev))
         self._q_prev = q
         if abs(qd) > self.qd_max:
-            self.trip(F_OVERSPEED)
+            self.trip(F_SENSOR, "overspeed %.2f" % qd)
+
+    def on_kinematic_age(self, age):
+        """Cycles since the last kinematic packet was composed (checked at the goal)."""
+        if age > self.kin_stale_cycles:
+            self.trip(F_KIN_STALE, "no kinematic packet for %d cycles" % age)
 
     def on_goal(self, tick):
         self.last_goal_tick = tick
-        if self.faults == F_LOST_BUS and self.readmit_cycles > 0:
+        if self.readmit_cycles > 0 and self.faults and not self.faults & ~(F_GOAL_STALE | F_BUS_LOST | F_KIN_STALE):
             self._good += 1
             if self._good >= self.readmit_cycles:
-                self.release()
+                self.clear()
 
-    def on_torque(self, u, qd):
-        """Poor motor performance: torque commanded, no motion, for stall_cycles."""
-        if self.stall_u <= 0.0:
-            return
-        if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
-            self._stalled += 1
-            if self._stalled >= self.stall_cycles:
-                self.trip(F_STALL)
-        else:
-            self._stalled = 0
+    def on_torque(self, u, qd, u_sat):
+        """Poor motor performance: torque commanded, no motion, for stall_cycles; torque at
+        saturation for over_torque_cycles."""
+        if self.stall_u > 0.0:
+            if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
+                self._stalled += 1
+                if self._stalled >= self.stall_cycles:
+                    self.trip(F_MOTOR, "stall: |u| %.1f, no motion" % abs(u))
+            else:
+                self._stalled = 0
+        if self.over_torque_cycles > 0:
+            if abs(u) >= u_sat:
+                self._saturated += 1
+                if self._saturated >= self.over_torque_cycles:
+                    self.trip(F_OVER_TORQUE, "at u_sat %d cycles" % self._saturated)
+            else:
+                self._saturated = 0

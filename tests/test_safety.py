@@ -1,0 +1,82 @@
+"""The node safety state machine (firmware/safety.py, bus_protocol/safety_codes.py):
+latched faults with reasons, reactions, clear, config refusal, NaN/inf inputs; the same
+frames under MicroPython and CPython give the same lines."""
+import contextlib
+import io
+
+import pytest
+
+from bus_protocol import safety_codes as sc
+from tests import mp_safety
+from tests.conftest import REPO, run_micropython
+
+KQ, KW = 2000.0, 40.0   # the rig's brake gains
+
+
+@pytest.fixture(scope="module")
+def lines():
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        mp_safety.run()
+    cpy = buf.getvalue().splitlines()
+    src = (REPO / "tests" / "mp_safety.py").read_text().replace("__file__", repr(str(REPO / "tests" / "mp_safety.py")))
+    assert run_micropython(src).splitlines() == cpy
+    out = {}
+    for line in cpy:
+        case, rest = line.split(" ", 1) if " u_sat=" not in line else (line.split(" ")[0], line.split(" ", 2)[2])
+        f = rest.split(" ")
+        out[case] = {"state": int(f[0]), "faults": int(f[1]), "u": float(f[2]),
+                     "frames": f[3].split(",") if len(f) > 3 else [], "line": line}
+    return out
+
+
+def test_nan_or_inf_input_latches_nan_fault_brakes_and_reports_at_once(lines):
+    for case in ("nan_goal", "inf_packet", "nan_joint"):
+        r = lines[case]
+        assert r["state"] == sc.BRAKED and r["faults"] == sc.F_NAN, r["line"]
+        assert "STATUS:%d:%d" % (sc.BRAKED, sc.F_NAN) in r["frames"]
+        assert any(x.startswith("LOG:fault_nan_input") for x in r["frames"])
+    # the brake acts about the held angle, never on the NaN: -kw qd at the lock
+    assert lines["nan_goal_next"]["u"] == pytest.approx(-KW * 0.5)
+    assert lines["nan_joint"]["u"] == 0.0
+
+
+def test_reactions_damp_and_hold_then_explicit_clear(lines):
+    assert lines["stale_damp"]["state"] == sc.DAMP and lines["stale_damp"]["faults"] == sc.F_GOAL_STALE
+    assert lines["stale_damp"]["u"] == pytest.approx(-KW * 0.5)
+    assert lines["stale_hold"]["state"] == sc.HOLD
+    assert lines["stale_hold"]["u"] == pytest.approx(KQ * (0.33 - 0.34) - KW * 0.5, rel=1e-5)
+    for r in ("damp", "hold"):
+        assert (lines["cleared_" + r]["state"], lines["cleared_" + r]["faults"]) == (sc.INIT, 0)
+        assert lines["after_clear_" + r]["state"] == sc.RUN
+        assert lines["after_clear_" + r]["u"] == lines["run"]["u"]
+
+
+def test_commanded_brake_carries_a_fault_code(lines):
+    assert lines["brake_code"]["state"] == sc.BRAKED
+    assert lines["brake_code"]["faults"] == sc.F_NEIGHBOUR_DISAGREES
+
+
+def test_config_refused_while_running_applied_when_braked_invalid_latched(lines):
+    assert "u_sat=100 " in lines["config_running"]["line"]
+    assert "LOG:config_refused:_running" in lines["config_running"]["frames"]
+    assert lines["config_running"]["state"] == sc.RUN
+    assert "u_sat=5 " in lines["config_braked"]["line"]
+    assert "u_sat=5 " in lines["config_invalid"]["line"]   # the old config stays
+    assert lines["config_invalid"]["faults"] == sc.F_COMMAND | sc.F_CONFIG
+    assert lines["config_bad_reaction"]["faults"] == sc.F_COMMAND | sc.F_CONFIG
+
+
+def test_exception_in_the_cycle_is_an_internal_error(lines):
+    assert lines["internal"]["state"] == sc.BRAKED and lines["internal"]["faults"] == sc.F_INTERNAL
+
+
+def test_every_fault_of_the_brief_has_one_bit_and_a_reaction():
+    wanted = {"bus_lost", "goal_stale", "kinematic_stale", "neighbour_silent", "neighbour_disagrees",
+              "sensor_implausible", "motor_not_responding", "over_torque", "config_invalid",
+              "nan_input", "internal_error"}
+    assert wanted <= set(sc.FAULT_NAMES.values())
+    bits = list(sc.FAULT_NAMES)
+    assert all(b & (b - 1) == 0 for b in bits) and len(set(bits)) == len(bits) and max(bits) < 1 << 16
+    assert sc.fault_names(sc.F_NAN | sc.F_COMMAND) == ["command", "nan_input"]
+    assert set(sc.DEFAULT_REACTIONS) == set(sc.FAULT_NAMES.values())
