@@ -45,6 +45,8 @@ CMD_RELEASE = const(2)
 CMD_RESET = const(3)
 CMD_PING = const(4)
 CMD_CONFIG_APPLY = const(5)
+CMD_NODE_OUT = const(6)     # host -> all: link `arg` is out of the team (braked, bridged)
+CMD_NODE_IN = const(7)      # host -> all: link `arg` is back in the team
 
 # ASSERT.kind values (DESIGN §5: RMOA couplets; gravity assertions)
 KIND_RMOA = const(1)

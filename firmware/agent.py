@@ -2,12 +2,15 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, kinematic_bus, safety
+from firmware import behaviours, global_proxy, kinematic_bus, neighbours, safety
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
 CONFIG_MAX = 2048   # bytes of a CONFIG blob
+# fault injection (config "inject", sim_host/faults.py; absent on a real arm)
+INJ_SILENT = 1    # the node sends nothing (bus and motor command)
+INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
 
 # indices of TORQUE components
 C_PROXY = 0
@@ -51,6 +54,11 @@ class LinkAgent:
         self.cycle_us = 0
         self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
         self.late = 0          # packets for a past tick, dropped
+        self.stale_goal = 0    # cycles acted on the last goal (this tick's did not come)
+        self._q_good = 0.0     # the joint reading before this tick's
+        self._silent = False
+        self._k_off = self._u_off = 0.0
+        self.bridged = 0       # packets composed over a missing K_{i-1}
         self.components = [0.0] * 6
         self.u = 0.0
 
@@ -102,11 +110,23 @@ class LinkAgent:
         for x in self.dh + (self.q_low, self.q_high, self.u_sat, self.mass) + self.brake_gains:
             if not safety.finite(x):
                 raise ValueError("config: %r is not a finite number" % (x,))
+        # proximal neighbours' DH, nearest first (redundant kinematics: firmware/neighbours.py)
+        nb = cfg.get("neighbours") or {}
+        self.nb = [(kinematic_bus.joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
+                   for x in nb.get("dh", ())]
+        self.nb_depth = len(self.nb)
+        self.nb_period = float(nb.get("period", 0.0))        # control period (s)
+        self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
+        self.nb_readmit = int(nb.get("readmit_cycles", 3))
+        # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
+        self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None):
         """Encode into the agent's one transmit buffer and put it on the bus (or `out`)."""
+        if self._silent:
+            return
         n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
         self._seq = (self._seq + 1) & 0xFFFF
         (out or self.hal.send)(self._tx, n)
@@ -124,23 +144,28 @@ class LinkAgent:
         if msg is None:
             return
         mtype, src, dst, seq, v = msg
-        if dst != self.link and dst != m.BROADCAST:
-            return
+        if dst != self.link and dst != m.BROADCAST:   # a neighbour's packet, overheard
+            if mtype != m.KINEMATIC or dst > self.link or self.link - dst > self.nb_depth:
+                return
         try:
-            self.dispatch(mtype, v)
+            self.dispatch(mtype, v, dst)
         except Exception as e:   # never let a bug stop the node: brake and say why
             self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
         if self.safety.pending:
             self.report_faults()
 
-    def dispatch(self, mtype, v):
+    def dispatch(self, mtype, v, dst):
         if mtype <= m.ASSERT and not safety.all_finite(v):   # SYNC..ASSERT carry numbers
             self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
             return
         if mtype == m.SYNC:
-            self.on_sync(v[0])
-        elif mtype == m.KINEMATIC:
-            self.on_kinematic(v)
+            if v[0] != self.tick:
+                self.on_sync(v[0])
+            return
+        if m.KINEMATIC <= mtype <= m.ASSERT and v[0] > self.tick >= 0 and v[0] - self.tick < 8:
+            self.on_sync(v[0])   # this tick's SYNC was lost: sample now
+        if mtype == m.KINEMATIC:
+            self.on_kinematic(v, self.link - dst)
         elif mtype == m.ASSERT:
             self.on_assert(v)
         elif mtype == m.GOAL:
@@ -166,19 +191,29 @@ class LinkAgent:
     def on_sync(self, tick):
         """Step 2: sample the joint; check the watchdog and the sensor."""
         self.t_sync = self.hal.ticks_us()
+        if self.inject:
+            self.injected(tick)
         self.tick = tick
         self._n_assert = 0
         self.sample()
         self.safety.on_sample(tick, self.q, self.qd)
         # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
         # still carries the kinematic bus (its links beyond see it where it is held)
+        q = self.q
+        sensor_bad = self.safety.faults & safety.F_SENSOR
+        if sensor_bad:   # its encoder is not to be trusted: the brake holds it at the last good angle
+            if self.q_lock is None:
+                self.q_lock = self._q_good
+            q = self.q_lock
+            self.qd = 0.0
         th, d, a, al = self.dh
-        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, self.q)
+        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
         if safety.is_fault_state(self.safety.state):
             self.actuate(None)  # a braked (held, damped) joint needs no goal
 
     def sample(self):
         hal = self.hal
+        self._q_good = self.q
         if not hal.read():
             self.safety.trip(safety.F_SENSOR, "joint read failed")
         elif safety.finite(hal.q) and safety.finite(hal.qd):
@@ -202,15 +237,33 @@ class LinkAgent:
             self.actuate(None)
         return safety.is_fault_state(sf.state)
 
-    def on_kinematic(self, v):
-        """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions."""
+    def on_kinematic(self, v, r=0):
+        """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions.
+        r > 0: K_{i-1-r}, overheard (addressed to link i - r) for the neighbour check and
+        the bridge; the packet composed from is K_{i-1-skip} (skip links bridged)."""
         if v[0] != self.tick:
-            self.late += 1
+            if r == 0:
+                self.late += 1
             return
+        if self.nb_depth:
+            self._kin[r] = v
+            if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
+                self.check_neighbour(r)
+        if r != self.skip or self.kin_tick == self.tick:
+            return
+        quat = v[1:5]
+        p = v[5:8]
+        vel = v[8:11]
+        w = v[11:14]
+        for j in range(r - 1, -1, -1):   # bridge: the locked links i-r .. i-1 (qd = 0)
+            jt, dh = self.nb[j]
+            quat, p, vel, w = neighbours.compose_link(jt, dh, self.q_locks[j], 0.0, quat, p, vel, w)
+        self.compose(quat, p, vel, w)
+
+    def compose(self, quat0, p0, v0, w0):
         rot, trans = self.a_i
-        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd,
-                                                   v[1:5], v[5:8], v[8:11], v[11:14])
-        self.p_prev = (v[5], v[6], v[7])
+        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd, quat0, p0, v0, w0)
+        self.p_prev = p0
         self.z = z
         self.quat = quat
         self.p = p
@@ -222,7 +275,127 @@ class LinkAgent:
             self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + pc + self.weight)
         if self.rmoa is not None and self.hal.range_valid:
             self.assert_rmoa(quat, p)
+        if self._k_off:
+            p = (p[0] + self._k_off, p[1], p[2])
         self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+
+    def injected(self, tick):
+        """Faults injected at this tick (config "inject")."""
+        self._silent = False
+        self._k_off = self._u_off = 0.0
+        for kind, start, end, period, duty, value in self.inject:
+            if tick < start or 0 <= end <= tick or (period and (tick - start) % period >= duty):
+                continue
+            if kind == INJ_SILENT:
+                self._silent = True
+            elif kind == INJ_COMPUTE and value[0] == "torque":
+                self._u_off = value[1]
+            elif kind == INJ_COMPUTE:
+                self._k_off = value[1]
+
+    # ---- fault tolerance: neighbour check and bridge (firmware/neighbours.py) --------
+    def check_neighbour(self, r):
+        """Hamilton's round-robin check of neighbour j = i-1-r: its K_j against K_j
+        recomputed from K_{j-1}. A pass records its joint (q_j, qd_j) for a later lock
+        angle or prediction and counts toward re-admitting bridged neighbours; two
+        failures in a row of the nearest neighbour bridge it and ask the host to brake it
+        (COMMAND BRAKE to the host, arg = the link)."""
+        if self._out[r + 1]:
+            return   # its input is a bridged packet of a link known bad: no check
+        jt, dh = self.nb[r]
+        e, q, qd = neighbours.mismatch(jt, dh, self._kin[r + 1], self._kin[r])
+        tick = self.tick
+        if e <= self.nb_tol:
+            if r >= self.skip:
+                self._nbq[r] = (q, qd, tick)
+            elif r == 0:   # every bridged neighbour computes right again this tick
+                for j in range(1, self.skip):
+                    if self._nbq_ok[j] != tick:
+                        return
+                self._readmit += 1
+                if self._readmit >= self.nb_readmit:
+                    self.skip = 0
+                    self._readmit = 0
+                    self.log("neighbour %d re-admitted" % (self.link - 1))
+            self._nbq_ok[r] = tick
+            return
+        self._readmit = 0
+        if r != 0 or self.skip:
+            return   # a farther neighbour is its own neighbour's to judge; or bridged
+        if self._miss != tick - 1:   # act on a second failure in a row: a neighbour that
+            self._miss = tick        # bridges a bad link fails once, before the host's
+            return                   # NODE_OUT says which link it was
+        link = self.link - 1
+        self.q_locks[0] = self.predict(0, tick)   # the host brakes it in this tick
+        self.skip = 1
+        self.safety.trip(safety.F_NEIGHBOUR_DISAGREES, "link %d off by %.3g" % (link, e))
+        self.send(m.COMMAND, m.HOST, (m.CMD_BRAKE, float(link)))
+
+    def predict(self, j, tick):
+        """Neighbour j's joint at `tick`: its last checked value moved on at its speed."""
+        q, qd, t = self._nbq[j]
+        return q + qd * (tick - t) * self.nb_period
+
+    def node_out(self, j, out):
+        """The host took neighbour j (link i-1-j) out of the team (its torque stopped: its
+        driver has braked the joint in the last tick) or back in. A neighbour out is bridged
+        at the angle predicted for that tick; bridged neighbours come back by passing the
+        check (check_neighbour)."""
+        was = self._out[j]
+        self._out[j] = out
+        if not out or was or j >= self.nb_depth:
+            return
+        if j < self.skip:
+            return   # bridged already (it disagreed with this agent's check)
+        self.q_locks[j] = self.predict(j, self.tick)
+        while self.skip < self.nb_depth and self._out[self.skip]:
+            self.skip += 1
+            self._readmit = 0
+        if j == 0:
+            self.safety.trip(safety.F_NEIGHBOUR_SILENT, "link %d out" % (self.link - 1))
+
+    def bridge_now(self):
+        """No K_{i-1} in time this tick: compose K_i from the nearest earlier packet that
+        came, over the links between (bridged ones locked, the others predicted)."""
+        kin = self._kin
+        tick = self.tick
+        for r in range(self.skip + 1, self.nb_depth + 1):
+            if self._nbq_ok[r - 1] < 0 and r - 1 >= self.skip:
+                return False   # never checked: nothing to predict it from
+            v = kin[r]
+            if v is not None and v[0] == tick:
+                quat = v[1:5]
+                p = v[5:8]
+                vel = v[8:11]
+                w = v[11:14]
+                for j in range(r - 1, -1, -1):
+                    jt, dh = self.nb[j]
+                    if j < self.skip:
+                        q, qd = self.q_locks[j], 0.0
+                    else:
+                        q, qd = self.predict(j, tick), self._nbq[j][1]
+                    quat, p, vel, w = neighbours.compose_link(jt, dh, q, qd, quat, p, vel, w)
+                self.bridged += 1
+                self.compose(quat, p, vel, w)
+                return True
+        return False
+
+    def on_quiet(self, goal=True):
+        """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
+        bus has nothing left to deliver): a K_{i-1} that did not come is bridged; with `goal`,
+        a goal that did not come is replaced by the last one (stale goal), so the joint gets
+        its torque. True if the agent sent anything."""
+        if self.tick < 0 or self.acted_tick == self.tick or self.safety.state != safety.RUN:
+            return False
+        if self.kin_tick != self.tick and self.nb_depth and self.bridge_now():
+            return True
+        if goal and self._goal is not None and self._goal_tick >= self.tick - self.safety.watchdog_cycles:
+            self.stale_goal += 1
+            if self.kin_tick != self.tick:
+                self.stale_kin += 1
+            self.actuate(self._goal)
+            return True
+        return False
 
     def assert_rmoa(self, quat, p):
         """Step 5: range to the nearest obstacle under the clearance -> RMOA couplet."""
@@ -254,6 +427,8 @@ class LinkAgent:
             self.late += 1
             return
         self.safety.on_goal(v[0])
+        self._goal = v
+        self._goal_tick = v[0]
         if self.safety.state == safety.RUN and self.acted_tick != self.tick:
             if self.kin_tick != self.tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
@@ -273,7 +448,9 @@ class LinkAgent:
             braked = state == safety.BRAKED
             if braked != self.hal.braked:
                 self.hal.set_brake(braked)
-            if state == safety.DAMP:
+            if self.safety.faults & safety.F_SENSOR:
+                c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
+            elif state == safety.DAMP:
                 c[C_BRAKE] = -self.brake_gains[1] * qd
             else:   # hold or brake: the brake PD about the angle at the fault (7.274)
                 c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
@@ -299,7 +476,7 @@ class LinkAgent:
         # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
         u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
              + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
-        u = behaviours.saturate(u, self.u_sat)
+        u = behaviours.saturate(u, self.u_sat) + self._u_off
         if not safety.finite(u):   # never a NaN torque, whatever went wrong above
             u = 0.0
             self.safety.trip(safety.F_INTERNAL, "non-finite torque")
@@ -327,6 +504,8 @@ class LinkAgent:
         if cmd == m.CMD_BRAKE:
             bit = int(arg)
             self.safety.trip(bit if bit in safety.FAULT_NAMES else safety.F_COMMAND, "commanded", safety.BRAKED)
+            if self.tick >= 0:   # brake now: this tick's TORQUE reports BRAKED
+                self.actuate(None)
         elif cmd == m.CMD_RELEASE:
             self.safety.clear()
         elif cmd == m.CMD_PING:
@@ -335,6 +514,10 @@ class LinkAgent:
             self.new_run()
         elif cmd == m.CMD_CONFIG_APPLY:
             self.apply_config()
+        elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
+            j = self.link - 1 - int(arg)   # a proximal neighbour's place in the tables
+            if 0 <= j <= self.nb_depth:
+                self.node_out(j, cmd == m.CMD_NODE_OUT)
 
     def on_config(self, v):
         """One CONFIG chunk (offset, total, data) of a JSON blob of link fields."""
@@ -378,6 +561,17 @@ class LinkAgent:
         self.tick = -1
         self.acted_tick = -1
         self.kin_tick = -1
+        depth = self.nb_depth
+        self._kin = [None] * (depth + 1)        # this tick's packets: [r] = K_{i-1-r}
+        self._nbq = [(0.0, 0.0, 0)] * depth     # neighbour i-1-r's last checked (q, qd, tick)
+        self._nbq_ok = [-1] * depth             # tick of its last passed check
+        self.q_locks = [0.0] * depth            # lock angles of bridged neighbours
+        self.skip = 0                           # proximal neighbours bridged
+        self._readmit = 0
+        self._miss = -1                         # tick of a first failed check
+        self._goal = None                       # the last goal and its tick (stale goal)
+        self._goal_tick = -1
+        self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
 
 
 def _weight(beh, name):

@@ -42,6 +42,13 @@ def cmd_animate(a):
     return 0
 
 
+def cmd_faults(a):
+    from host import faults
+    results = faults.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
+    print("wrote faults/REPORT.md (%d runs)" % len(results))
+    return 0 if all(s.get("status") == "ok" for _, s in results) else 3
+
+
 def _add_thesis_commands(sub):
     e = sub.add_parser("experiments", help="run the thesis experiments (scenarios/thesis/) in parallel and "
                        "write experiments/REPORT.md beside the thesis's figures")
@@ -173,6 +180,14 @@ def main(argv=None):
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
     _add_thesis_commands(sub)
+    fl = sub.add_parser("faults", help="run scenarios/faults/ in-process and in processes mode (UART ring, CAN) "
+                        "and write faults/REPORT.md")
+    fl.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios (and the fault-free reference-ft)")
+    fl.add_argument("--modes", nargs="+", metavar="MODE",
+                    help="of: in-process, 'processes uart ring', 'processes can' (default all)")
+    fl.add_argument("--wall-clock", action="store_true", help="processes mode on the wall clock (default lockstep)")
+    fl.add_argument("--jobs", type=int, default=2, help="parallel runs (default 2)")
+    fl.set_defaults(fn=cmd_faults)
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")

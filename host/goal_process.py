@@ -6,6 +6,7 @@ collects the torques. Runners only move the bytes this produces and consumes."""
 import numpy as np
 
 from bus_protocol import messages as m
+from bus_protocol.safety_codes import F_NEIGHBOUR_DISAGREES, RUN
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 
@@ -39,6 +40,21 @@ class GoalProcess:
         self.desired = None   # trajectory sample of this tick
         self._ref = None      # (tick, sample, (x_d, xd_d, xdd_d)) from prepare()
         self.error = None     # task-space error e
+        # the team (fault tolerance): a link silent for driver_timeout_ticks is dropped
+        # (its joint brakes, its neighbours bridge it); one a neighbour reports computing
+        # wrongly is braked and dropped; a dropped link that reports RUN torques for
+        # readmit ticks in a row is re-admitted. Every agent hears NODE_OUT / NODE_IN.
+        self.member = np.ones(self.n, dtype=bool)
+        self.n_team = self.n
+        self.silent = np.zeros(self.n, dtype=int)    # ticks in a row without a torque
+        self.heard = np.zeros(self.n, dtype=int)     # RUN torques in a row from a dropped link
+        self.drop_after = getattr(sc, "driver_timeout_ticks", 2)
+        self.readmit = 3
+        self.events = []      # (t, link, what): team changes and fault reports
+        self.pending = []     # frames for the next tick (NODE_OUT, NODE_IN)
+        self.ee_last = None
+        self.t_ee = 0.0
+        self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
 
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
@@ -53,12 +69,44 @@ class GoalProcess:
         self.got[:] = False
         self.n_got = 0
         self.ee = None
-        return [self.frame(m.SYNC, m.BROADCAST, (tick,)),
-                self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+        out, self.pending = self.pending, []
+        return out + [self.frame(m.SYNC, m.BROADCAST, (tick,)),
+                      self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
 
     @property
     def complete(self):
-        return self.n_got == self.n
+        return self.n_got >= self.n_team
+
+    def end_tick(self):
+        """After the tick: heartbeats. A member without a torque for drop_after ticks leaves
+        the team (its motor driver has braked the joint by then)."""
+        if self.n_team == self.n and self.n_got == self.n:
+            self.silent[:] = 0
+            return
+        if not self.closed:
+            return   # no goal went out: no torque was due
+        for i in range(self.n):
+            self.silent[i] = 0 if self.got[i] else self.silent[i] + 1
+            if self.member[i] and self.silent[i] >= self.drop_after:
+                self.drop(i + 1, "silent for %d ticks" % self.silent[i])
+
+    def drop(self, link, why):
+        i = link - 1
+        if self.member[i]:
+            self.member[i] = False
+            self.n_team -= 1
+            self.heard[i] = 0
+            self.events.append((self.t, link, "dropped: " + why))
+            self.pending.append(self.frame(m.COMMAND, m.BROADCAST, (m.CMD_NODE_OUT, float(link))))
+
+    def _heard(self, i, state):
+        """A torque from a dropped link: re-admitted after `readmit` RUN ticks in a row."""
+        self.heard[i] = self.heard[i] + 1 if state == RUN else 0
+        if self.heard[i] >= self.readmit:
+            self.member[i] = True
+            self.n_team += 1
+            self.events.append((self.t, i + 1, "re-admitted"))
+            self.pending.append(self.frame(m.COMMAND, m.BROADCAST, (m.CMD_NODE_IN, float(i + 1))))
 
     def on_frame(self, frame):
         """Consume one frame addressed to the host; return the frames to send."""
@@ -66,8 +114,9 @@ class GoalProcess:
         if msg is None:
             return []
         mtype, src, dst, seq, v = msg
-        if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick:
-            self.ee = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+        if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick and not self.closed:
+            self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+            self.t_ee = self.t
             return self.close_cycle()
         if mtype == m.ASSERT and v[0] == self.tick:
             if self.closed:
@@ -81,12 +130,35 @@ class GoalProcess:
             self.components[i] = v[3:9]
             if not self.got[i]:
                 self.got[i] = True
-                self.n_got += 1
+                if self.member[i]:
+                    self.n_got += 1
+                else:
+                    self._heard(i, v[2])
+                    if self.member[i]:
+                        self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
+        elif mtype == m.COMMAND and v[0] == m.CMD_BRAKE and 1 <= v[1] <= self.n:
+            # a link reports its neighbour computing wrongly (Hamilton's check): brake it
+            link = int(v[1])
+            self.events.append((self.t, link, "link %d reports it disagrees" % src))
+            self.drop(link, "braked on link %d's report" % src)
+            out, self.pending = self.pending, []
+            return out + [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
         elif mtype == m.LOG:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
         return []
+
+    def close_stale(self):
+        """No K_N this tick (lost on the bus): the goal from the last one, so the agents
+        still get a goal. [] if there is none, or the cycle is closed."""
+        if self.closed or self.ee_last is None:
+            return []
+        quat, p, v, w = self.ee_last   # moved on at its velocity since it came
+        dt = self.t - self.t_ee
+        self.ee = (quat, [p[i] + v[i] * dt for i in range(3)], v, w)
+        self.stale_ee += 1
+        return self.close_cycle()
 
     def prepare(self):
         """The part of the goal that needs no feedback: this tick's trajectory sample and

@@ -90,6 +90,10 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
                             for src, v in sorted(loop.gp.status.items())]
     log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]
     log_lines += ["%.3f link %d: %s" % entry for entry in loop.gp.logs]
+    if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/faults.py)
+        from host.faults import fault_summary
+        summary["faults"] = fault_summary(loop)
+        log_lines += ["%.3f host: link %d %s" % entry for entry in loop.gp.events]
     if getattr(loop, "node_logs", ""):
         log_lines.append("node output:\n" + loop.node_logs)
     log_lines.append("status %s %s" % (loop.status, loop.reason))

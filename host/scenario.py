@@ -10,6 +10,9 @@ import re
 import tomllib
 from pathlib import Path
 
+from bus_protocol.safety_codes import DEFAULT_REACTIONS
+from sim_host import faults as fault_kinds
+
 REQUIRED = object()
 
 
@@ -49,7 +52,13 @@ BEHAVIOURS = {
     "safety": {"watchdog_cycles": F("int", 3, 1), "max_q_step": F("float", 0.5, 0.0),
                "qd_max": F("float", 50.0, 0.0), "stall_u": F("float", 0.0, 0.0),
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
-               "readmit_cycles": F("int", 0, 0)},
+               "readmit_cycles": F("int", 0, 0), "watchdog_ms": F("int", 50, 1),
+               "kin_stale_cycles": F("int", 12, 1), "over_torque_cycles": F("int", 0, 0),
+               "reactions": {name: F("str", None, choices=("report", "hold", "damp", "brake"))
+                             for name in DEFAULT_REACTIONS}},
+    # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal neighbours
+    "neighbours": {"depth": F("int", 1, 1, 2), "tol": F("float", 1e-2, 0.0),
+                   "readmit_cycles": F("int", 3, 1)},
 }
 GAINS = {"wp": F("float", REQUIRED, 0.0), "wv": F("float", REQUIRED, 0.0),
          "delta": F("float", 0.0, 0.0), "alpha": F("float", 0.0, 0.0), "beta": F("float", 0.0, 0.0),
@@ -65,6 +74,13 @@ KNOT = {"interval": F("floats"), "position": F("vec3"),
 OBSTACLE = {"name": F("str", "obstacle"), "radius": F("float", REQUIRED, 0.0), "position": F("vec3"),
             "knot": ("array", {"interval": F("floats"), "position": F("vec3"),
                                "type": F("str", "cubic", choices=("cubic", "step"))})}
+FAULT = {"kind": F("str", choices=tuple(fault_kinds.KINDS)), "link": F("int", None, 0, 64),
+         "start": F("float", 0.0, 0.0), "end": F("float", None, 0.0),
+         "period": F("float", None, 1e-6), "duty": F("float", None, 0.0, 1.0),
+         "rate": F("float", None, 0.0, 1.0), "ber": F("float", None, 0.0, 1.0),
+         "delay_ms": F("float", None, 0.0), "jitter_ms": F("float", None, 0.0),
+         "sigma": F("float", None, 0.0), "sigma_qd": F("float", None, 0.0), "amplitude": F("float", None),
+         "gain": F("float", None, 0.0), "offset": F("float", None), "target": F("str", None, choices=("kinematic", "torque"))}
 SCHEMA = {
     "name": F("str"), "description": F("str", ""),
     "simulation": {"duration": F("float", REQUIRED, 0.0), "control_rate_hz": F("float", 120.0, 1.0, 1000.0),
@@ -74,6 +90,8 @@ SCHEMA = {
                    "divergence_m": F("float", 2.0, 0.0)},
     "robot": {"links": F("int", REQUIRED, 1, 64), "gravity": F("vec3", [0.0, 0.0, 0.0]),
               "link_collisions": F("bool", False), "base_position": F("vec3", [0.0, 0.0, 0.0]),
+              # a joint's motor driver brakes after this many ticks without a torque command
+              "driver_timeout_ticks": F("int", 2, 1),
               "link": dict(LINK),
               "override": ("array", dict(LINK, links=F("ints"), behaviours=BEHAVIOURS))},
     "payload": {"mass": F("float", 0.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
@@ -82,6 +100,7 @@ SCHEMA = {
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),
+    "fault": ("array", FAULT),   # fault injection schedules (sim_host/faults.py)
 }
 
 
@@ -122,8 +141,8 @@ class _Checker:
         self.sources = sources
 
     def fail(self, field, message):
-        for path, text in self.sources:
-            line = _line_of(text, field)
+        for path, text in self.sources:   # the field's line, else its table's
+            line = _line_of(text, field) or (_line_of(text, field.rsplit(".", 1)[0]) if "." in field else None)
             if line:
                 raise ScenarioError(path, line, field, message)
         raise ScenarioError(self.sources[0][0], None, field, message)
@@ -244,6 +263,11 @@ class Scenario:
         self.rmdac = raw["rmdac"]
         self.knots = raw["trajectory"]["knot"]
         self.obstacles = raw["obstacle"]
+        self.faults = raw["fault"]
+        self.driver_timeout_ticks = rob["driver_timeout_ticks"]
+        for i, cfg in enumerate(self.agent_configs):
+            self._neighbours(i, cfg)
+        self._injections()
 
     def _links(self, rob):
         links = [dict(rob["link"]) for _ in range(self.n)]
@@ -274,7 +298,7 @@ class Scenario:
         """Scenario-wide behaviours merged with the link's overrides (only fields set).
         A behaviour table that is written anywhere gets its defaults; others stay off."""
         merged = _merge(self.raw["behaviours"], self._overrides[i])
-        return {name: _merge({k: s[1] for k, s in BEHAVIOURS[name].items()}, fields)
+        return {name: _merge({k: s[1] for k, s in BEHAVIOURS[name].items() if not isinstance(s, dict)}, fields)
                 for name, fields in merged.items()}
 
     def _agent_config(self, i):
@@ -282,7 +306,7 @@ class Scenario:
         beh = self.behaviours[i]
         out = {}
         for name, fields in beh.items():
-            if name in ("safety", "gravity"):
+            if name in ("safety", "gravity", "neighbours"):
                 continue
             out[name] = {k: v for k, v in fields.items() if v is not None}
         gravity_on = beh.get("gravity", {}).get("enabled")
@@ -295,8 +319,37 @@ class Scenario:
                 "dh": {k: L[k] for k in ("type", "theta", "d", "a", "alpha")},
                 "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
                 "mass": L["mass"], "centroid": list(L["centroid"]),
-                "behaviours": out, "safety": beh.get("safety", {}),
+                "behaviours": out,
+                "safety": {k: v for k, v in beh.get("safety", {}).items() if v is not None},
                 "brake_at_start": L["brake_at_start"]}
+
+
+    def _neighbours(self, i, cfg):
+        """A link's redundant-kinematics config: its proximal neighbours' DH, nearest first,
+        and the control period."""
+        nb = self.behaviours[i].get("neighbours")
+        if nb is None or i == 0:
+            return
+        cfg["neighbours"] = {
+            "dh": [[self.links[j][k] for k in ("type", "theta", "d", "a", "alpha")]
+                   for j in range(i - 1, max(-1, i - 1 - nb["depth"]), -1)],
+            "period": 1.0 / self.control_rate_hz,
+            "tol": nb["tol"], "readmit_cycles": nb["readmit_cycles"]}
+
+
+    def _injections(self):
+        """Faults the node's own firmware injects (node_silent, compute_fault), in ticks."""
+        rate = self.control_rate_hz
+        for f in self.faults:
+            if f["kind"] not in fault_kinds.NODE_KINDS or f["link"] is None or not 1 <= f["link"] <= self.n:
+                continue   # (a bad entry: _check_semantics says so)
+            start = math.ceil(f["start"] * rate - 1e-9)
+            end = -1 if f["end"] is None else math.ceil(f["end"] * rate - 1e-9)
+            period = 0 if f["period"] is None else max(1, round(f["period"] * rate))
+            duty = 0 if f["period"] is None else max(1, round((f["duty"] or 1.0) * f["period"] * rate))
+            value = [f["target"] or "kinematic", 0.1 if f["offset"] is None else f["offset"]]
+            self.agent_configs[f["link"] - 1].setdefault("inject", []).append(
+                [fault_kinds.INJECT_CODES[f["kind"]], start, end, period, duty, value])
 
 
 def _merge(a, b):
@@ -391,6 +444,7 @@ def _check_semantics(sc, chk):
                 chk.fail("trajectory.knot[%d].rotation" % k, "a planar task takes 'angle', not 'rotation'")
     if not sc.knots:
         chk.fail("trajectory.knot", "at least one knot point is needed")
+    fault_kinds.check(sc.faults, sc.n, lambda k, f, msg: chk.fail("fault[%d].%s" % (k, f), msg))
     for name in ("linear", "rotation"):
         if sc.rmdac[name] is None:
             chk.fail("rmdac.%s" % name, "missing table [rmdac.%s] (wp, wv and the integral gains)" % name)

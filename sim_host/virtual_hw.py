@@ -3,6 +3,8 @@ HAL (JOINT_STATE frames from the host), and the torques taken from TORQUE frames
 The same frames feed in-process agents, MicroPython processes and boards in HIL."""
 import math
 
+import numpy as np
+
 from bus_protocol import messages as m
 from bus_protocol.safety_codes import BRAKED
 
@@ -31,12 +33,20 @@ class VirtualHardware:
             self.seq = (self.seq + 1) & 0xFFFF
         return out
 
-    def apply(self, torques, states=None):
+    def apply(self, torques, states=None, silent=None, timeout=2, locked=()):
         """Motor drivers: hold these torques until the next call (zero-order hold).
         With the agents' reported states, a joint whose link has a physical brake
-        (link field `physical_brake`) is locked while its agent reports BRAKED."""
+        (link field `physical_brake`) is locked while its agent reports BRAKED, and while
+        its agent has been silent (`silent`: ticks without a torque command) for `timeout`
+        ticks: the driver's watchdog drops the torque and the holding brake engages, as on
+        a loss of power or heartbeat. `locked`: joints held whatever (joint_locked fault)."""
+        if silent is not None and silent.any():
+            torques = np.where(silent >= timeout, 0.0, torques)
         self.plant.set_torques(torques)
         if states is not None:
             for i, L in enumerate(self.plant.links):
                 if L.get("physical_brake", False):
-                    self.plant.set_brake(i, int(states[i]) == BRAKED)
+                    on = int(states[i]) == BRAKED or (silent is not None and silent[i] >= timeout)
+                    self.plant.set_brake(i, on or i in locked)
+                elif locked:
+                    self.plant.set_brake(i, i in locked)

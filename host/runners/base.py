@@ -10,6 +10,7 @@ import numpy as np
 from host.goal_process import GoalProcess
 from host.logs import Recorder
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
+from sim_host.faults import FaultSet
 from sim_host.plant import Plant
 from sim_host.virtual_hw import VirtualHardware
 
@@ -36,6 +37,7 @@ class ControlLoop:
         clearances = [b["rmoa"]["clearance"] for b in sc.behaviours if "rmoa" in b]
         self.hw = VirtualHardware(self.plant, max(clearances) if clearances else 0.0)
         self.gp = GoalProcess(sc)
+        self.faults = FaultSet(sc.faults)
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
         self.missed_cycles = 0
@@ -74,7 +76,11 @@ class ControlLoop:
                 for i, path in enumerate(self.paths):
                     if path is not None:
                         plant.set_obstacle_position(i, path.sample(t).p)
-                frames = self.hw.sense_frames(k) + gp.begin(k, t)
+                self.t = t
+                sensed = self.hw.sense_frames(k)
+                if self.faults:
+                    sensed = self.faults.sense(t, sensed)
+                frames = sensed + gp.begin(k, t)
                 if wall:   # real time: tick k opens at t (frames ready), its torques are due at the next tick
                     if j == 0:
                         start = wall0 = time.perf_counter()
@@ -104,8 +110,11 @@ class ControlLoop:
                 self.late = not gp.complete
                 if self.late:
                     self.missed_cycles += 1   # late torque: the previous one is held
+                gp.end_tick()
                 self.record(k, t)
-                self.hw.apply(gp.torques, gp.states)
+                torques = self.faults.motor(t, gp.torques) if self.faults else gp.torques
+                self.hw.apply(torques, gp.states, gp.silent, gp.drop_after,
+                              self.faults.locked(t) if self.faults else ())
                 if j + 1 < len(steps):
                     plant.step(steps[j + 1][1] - s)
                 if progress:

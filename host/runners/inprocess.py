@@ -1,5 +1,6 @@
 """In-process lockstep runner: firmware LinkAgent objects in this CPython process, every
 frame encoded and routed through bus_protocol by a loopback bus, synthetic clock."""
+import heapq
 from collections import deque
 
 from bus_protocol import messages as m
@@ -8,32 +9,138 @@ from firmware.hal.sim import SimHAL
 
 
 class LoopbackBus:
-    """Delivers frames in FIFO order by destination address (like a CAN acceptance filter)."""
+    """Delivers frames in FIFO order by destination address (like a CAN acceptance filter).
+    With `overhear` = d, a KINEMATIC frame for link j also reaches links j+1..j+d (their
+    filters take their proximal neighbours' packets: firmware/neighbours.py). When nothing
+    is left to deliver, every agent hears that the bus went quiet (LinkAgent.on_quiet: its
+    hop timeout) until none has more to say."""
 
     def __init__(self, agents, host):
         self.agents = agents
         self.host = host          # callable(frame) -> frames to send
         self.queue = deque()
         self.frames = 0
+        self.overhear = 0
+        self.quiet = False        # call on_quiet (agents with neighbours or faults)
 
     def send(self, buf, n=None):
         self.queue.append(bytes(buf[:n]) if n is not None else bytes(buf))
 
+    def deliver(self, f):
+        self.frames += 1
+        dst = f[2] if len(f) > 2 else m.HOST
+        agents = self.agents
+        if dst == m.HOST:
+            return self.host(f)
+        if dst == m.BROADCAST:
+            for a in agents:
+                a.receive(f)
+        elif 1 <= dst <= len(agents):
+            agents[dst - 1].receive(f)
+            if self.overhear and f[0] == m.KINEMATIC:
+                for j in range(dst, min(dst + self.overhear, len(agents))):
+                    agents[j].receive(f)
+        return ()
+
     def run(self, frames):
         q = self.queue
         q.extend(frames)
-        agents = self.agents
-        while q:
-            f = q.popleft()
-            self.frames += 1
-            dst = f[2] if len(f) > 2 else m.HOST
-            if dst == m.HOST:
-                q.extend(self.host(f))
-            elif dst == m.BROADCAST:
-                for a in agents:
-                    a.receive(f)
-            elif 1 <= dst <= len(agents):
-                agents[dst - 1].receive(f)
+        while True:
+            while q:
+                q.extend(self.deliver(q.popleft()))
+            if not self.quiet or not any([a.on_quiet() for a in self.agents]):
+                return
+
+
+class FaultyBus(LoopbackBus):
+    """The loopback bus with a FaultSet: frames cross wires that lose, corrupt and delay
+    them (time-ordered delivery; a frame later than the tick's period arrives in the next
+    tick, where it is stale), and crashed links neither hear nor say anything. JOINT_STATE
+    and TORQUE are the board's own encoder and motor wires, not the bus: never faulted."""
+
+    def __init__(self, agents, gp, faults, period, make_agent):
+        LoopbackBus.__init__(self, agents, gp.on_frame)
+        self.gp = gp
+        self.faults = faults
+        self.period = period
+        self.make_agent = make_agent
+        self.t0 = 0.0
+        self.now = 0.0
+        self.heap = []
+        self.seq = 0
+        self.down = set()
+
+    class _Port:
+        def __init__(self, bus, link):
+            self.bus, self.link = bus, link
+
+        def __call__(self, buf, n=None):
+            self.bus.post(bytes(buf[:n]) if n is not None else bytes(buf), self.link)
+
+    def post(self, frame, src):
+        if src in self.down:
+            return
+        t = self.now
+        if frame[0] not in (m.JOINT_STATE, m.TORQUE):
+            dst = frame[2]
+            wire = src if dst == m.HOST or dst == m.BROADCAST else dst
+            got = self.faults.on_wire(self.t0, frame, wire)
+            if got is None:
+                return
+            frame, delay = got
+            t += delay
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, frame))
+
+    def tick(self, t):
+        """Nodes crash and come back (a fresh agent: a reboot) at the tick's time."""
+        self.t0 = t
+        for i in range(len(self.agents)):
+            down = self.faults.crashed(t, i + 1)
+            if down and i + 1 not in self.down:
+                self.down.add(i + 1)
+            elif not down and i + 1 in self.down:
+                self.down.discard(i + 1)
+                self.agents[i] = self.make_agent(i, FaultyBus._Port(self, i + 1))
+
+    def deliver_at(self, t, f):
+        self.now = t
+        dst = f[2] if len(f) > 2 else m.HOST
+        if dst == m.HOST:
+            for g in self.host(f):
+                self.post(g, m.HOST)
+            return
+        self.frames += 1
+        targets = range(len(self.agents)) if dst == m.BROADCAST else (
+            [dst - 1] + ([j for j in range(dst, min(dst + self.overhear, len(self.agents)))]
+                         if f[0] == m.KINEMATIC else []) if 1 <= dst <= len(self.agents) else [])
+        for j in targets:
+            if j + 1 not in self.down:
+                self.agents[j].receive(f)
+
+    def run(self, frames):
+        self.now = 0.0
+        late = self.heap
+        self.heap = [(0.0, s, f) for (_, s, f) in late]   # last tick's late frames arrive first
+        heapq.heapify(self.heap)
+        for f in frames:
+            self.post(f, m.HOST)
+        live = [a for i, a in enumerate(self.agents) if i + 1 not in self.down]
+        while True:
+            while self.heap and self.heap[0][0] <= self.period:
+                t, _, f = heapq.heappop(self.heap)
+                self.deliver_at(t, f)
+            # quiet: agents bridge missing packets; then the host sends a goal on its last
+            # K_N if this tick's did not come; then agents act on the last goal they have
+            if any([a.on_quiet(False) for a in live]):
+                continue
+            stale = self.gp.close_stale()
+            if stale:
+                for g in stale:
+                    self.post(g, m.HOST)
+                continue
+            if not any([a.on_quiet() for a in live]):
+                return
 
 
 def make_agents(sc, send):
@@ -41,8 +148,24 @@ def make_agents(sc, send):
 
 
 def run(loop, progress=None):
-    bus = LoopbackBus([], loop.gp.on_frame)
-    bus.agents = make_agents(loop.sc, bus.send)
+    sc = loop.sc
+    depth = max([len(c.get("neighbours", {}).get("dh", ())) for c in sc.agent_configs] + [0])
+    if loop.faults:
+        bus = FaultyBus([], loop.gp, loop.faults, 1.0 / sc.control_rate_hz,
+                        lambda i, port: LinkAgent(sc.agent_configs[i], SimHAL(port)))
+        bus.agents = [LinkAgent(cfg, SimHAL(FaultyBus._Port(bus, i + 1))) for i, cfg in enumerate(sc.agent_configs)]
+
+        def exchange(frames, k):
+            bus.tick(loop.t)
+            bus.run(frames)
+    else:
+        bus = LoopbackBus([], loop.gp.on_frame)
+        bus.agents = make_agents(sc, bus.send)
+
+        def exchange(frames, k):
+            bus.run(frames)
+    bus.overhear = depth
+    bus.quiet = depth > 0
     loop.agents = bus.agents
     loop.bus = bus
-    return loop.run(lambda frames, k: bus.run(frames), progress)
+    return loop.run(exchange, progress)

@@ -1,0 +1,94 @@
+"""Fault injection and fault tolerance, in-process (synthetic clock, seeded: the same on a
+quiet and a busy machine): short runs of the reference arm with neighbour checks on."""
+import numpy as np
+import pytest
+
+from host.run import run_scenario
+from host.scenario import ScenarioError, from_dict, load, read_toml
+from tests.conftest import REPO
+
+T_FAULT = 2.0
+
+
+def scenario(tmp_path, faults="", duration=5.0, extra=""):
+    p = tmp_path / "s.toml"
+    p.write_text('extends = "%s"\nname = "t"\n[simulation]\nduration = %g\n%s\n%s'
+                 % (REPO / "scenarios" / "reference-ft.toml", duration, extra, faults))
+    return load(p)
+
+
+def run(sc, tmp_path, name):
+    s, out = run_scenario(sc, tmp_path / name, quiet=True, make_plots=False)
+    return s, np.load(out / "timeseries.npz")
+
+
+@pytest.fixture(scope="module")
+def fault_free(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ff")
+    return run(scenario(tmp), tmp, "ff")[0]
+
+
+def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = %g\n' % T_FAULT)
+    s, d = run(sc, tmp_path, "crash")
+    assert s["status"] == "ok"
+    after = d["t"] > T_FAULT + 0.05
+    assert np.ptp(d["q"][after, 4]) < 2e-3            # joint 5 held by its brake
+    assert np.ptp(d["q"][after, 3]) > 0.05            # its neighbours still move
+    team = s["faults"]["team"]
+    assert [e["link"] for e in team] == [5] and team[0]["text"].startswith("dropped")
+    assert 5 not in s["faults"]["members"]
+    rep = [r for r in s["faults"]["reports"] if r["link"] == 6]
+    assert rep and "neighbour_silent" in rep[0]["text"]
+    assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def test_node_that_comes_back_is_readmitted(tmp_path):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "node_silent"\nlink = 3\nstart = 1.0\nend = 1.5\n', duration=3.0)
+    s, d = run(sc, tmp_path, "silent")
+    assert s["status"] == "ok"
+    texts = [(e["link"], e["text"].split(":")[0]) for e in s["faults"]["team"]]
+    assert texts == [(3, "dropped"), (3, "re-admitted")]
+    assert 3 in s["faults"]["members"]
+    late = d["t"] > 2.0
+    assert np.ptp(d["q"][late, 2]) > 1e-3            # joint 3 moves again
+    assert s["faults"]["per_fault"][0]["recovered"] == "yes"
+
+
+def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, fault_free):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\noffset = 0.1\n' % T_FAULT)
+    s, d = run(sc, tmp_path, "alu")
+    assert s["status"] == "ok"
+    rep = [r for r in s["faults"]["reports"] if "neighbour_disagrees" in r["text"]]
+    assert rep[0]["link"] == 5 and "link 4" in rep[0]["text"]
+    assert rep[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
+    assert s["agents"][3]["state"] == 2               # braked by the host
+    assert np.ptp(d["q"][d["t"] > T_FAULT + 0.05, 3]) < 2e-3
+    assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def test_faults_are_deterministic(tmp_path):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "frame_loss"\nrate = 0.05\n', duration=1.5)
+    a = run(sc, tmp_path, "a")[0]
+    b = run(sc, tmp_path, "b")[0]
+    assert a["e_rms_m"] == b["e_rms_m"] and a["faults"]["bus"] == b["faults"]["bus"]
+    assert a["faults"]["bus"]["lost"] > 0
+
+
+@pytest.mark.parametrize("text, field, line", [
+    ('[[fault]]\nkind = "node_crash"\nstart = 1.0\n', "fault[0].link", 1),
+    ('[[fault]]\nkind = "motor_weak"\nlink = 2\nrate = 0.5\n', "fault[0].rate", 4),
+    ('[[fault]]\nkind = "frame_loss"\nstart = 3.0\nend = 2.0\n', "fault[0].end", 4),
+    ('[[fault]]\nkind = "node_silent"\nlink = 2\nperiod = 2.0\n', "fault[0].duty", 1),
+    ('[[fault]]\nkind = "meteor"\nlink = 2\n', "fault[0].kind", 2),
+    ('[[fault]]\nkind = "sensor_noise"\nlink = 11\n', "fault[0].link", 3),
+])
+def test_bad_fault_entries_name_file_line_and_field(tmp_path, text, field, line):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    base, sources = read_toml(REPO / "scenarios" / "reference.toml")
+    data, extra = read_toml(p)
+    data.pop("fault")
+    with pytest.raises(ScenarioError) as e:
+        from_dict(dict(base, fault=read_toml(p)[0]["fault"]), p, extra + sources)
+    assert e.value.field == field and e.value.line == line and e.value.path == str(p)
