@@ -380,6 +380,10 @@ class LinkAgent:
                 return True
         return False
 
+    def pending(self):
+        """With neighbours to bridge: synced to a tick whose K_i has not gone out yet."""
+        return self.nb_depth and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
+
     def on_quiet(self, goal=True):
         """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
         bus has nothing left to deliver): a K_{i-1} that did not come is bridged; with `goal`,

@@ -35,6 +35,7 @@ def run(path="/config.json", idle_exit_ms=0):
     # and 8 cycles x ~11 KB fit a board's heap (bench: make bench)
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
+    quiet_ms = int(cfg.get("quiet_ms", 2))
     gc.collect()
     idle = 0
     gc_tick = -1
@@ -47,8 +48,13 @@ def run(path="/config.json", idle_exit_ms=0):
             gc.collect()
             continue
         wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
+        pending = agent.pending()
+        if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
+            wait_ms = quiet_ms
         if board.wait(wait_ms):
             continue
+        if pending:
+            agent.on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
         agent.idle()
         idle += wait_ms
         if idle_exit_ms and idle >= idle_exit_ms:

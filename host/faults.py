@@ -32,7 +32,8 @@ def _mentions(entry, link):
 
 def _timing(f, reports, events, gp):
     t0 = f.schedule.start
-    about = [e for e in reports + events if e["t"] >= t0 - 1e-9 and (f.link is None or _mentions(e, f.link))]
+    about = [e for e in reports + events if e["t"] >= t0 - 1e-9 and (f.link is None or _mentions(e, f.link))
+             and not e["text"].startswith("process exited")]   # the runner's bookkeeping, not a detection
     about.sort(key=lambda e: e["t"])
     detect = about[0] if about else None
     # bridged: a neighbour composes over the link (its neighbour_silent / _disagrees report)

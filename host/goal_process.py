@@ -52,6 +52,7 @@ class GoalProcess:
         self.readmit = 3
         self.events = []      # (t, link, what): team changes and fault reports
         self.pending = []     # frames for the next tick (NODE_OUT, NODE_IN)
+        self.dead = set()     # indices of links whose process is known gone (processes mode)
         self.ee_last = None
         self.t_ee = 0.0
         self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
@@ -75,6 +76,8 @@ class GoalProcess:
 
     @property
     def complete(self):
+        if self.dead:   # a link whose process is gone sends nothing: not waited for
+            return self.n_got >= self.n_team - sum(1 for i in self.dead if self.member[i])
         return self.n_got >= self.n_team
 
     def end_tick(self):

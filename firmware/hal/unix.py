@@ -133,6 +133,7 @@ class UdpPort(_Paced):
         self.s.setblocking(False)
         self._hdr = bytearray(4)
         self.hup = False
+        self.overhear = 0   # a KINEMATIC frame for link j also to j+1..j+overhear (their filters)
 
     def fileno(self):
         return self.s.fileno()
@@ -162,6 +163,9 @@ class UdpPort(_Paced):
                     s.sendto(dgram, self.addrs[k])
         elif dst < len(self.addrs):
             s.sendto(dgram, self.addrs[dst])
+            if self.overhear and dgram[4] == 3:   # KINEMATIC: firmware/neighbours.py
+                for k in range(dst + 1, min(dst + 1 + self.overhear, len(self.addrs))):
+                    s.sendto(dgram, self.addrs[k])
 
     def recv(self):
         try:
@@ -224,6 +228,7 @@ class UnixBoard:
         else:
             self.port = UdpPort(cfg["link"], cfg["n_links"], int(bus["base_port"]),
                                 bus.get("host", "127.0.0.1"), baud)
+            self.port.overhear = int(bus.get("overhear", 0))
             self.ports = [self.port]
         self._poll = select.poll()
         for p in self.ports:

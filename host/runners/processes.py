@@ -201,6 +201,7 @@ class Cluster:
                 cfgs[i]["board"] = "unix-udp"
                 cfgs[i]["bus"] = {"base_port": base, "baud": self.baud}
             self.transport = UdpTransport(n, base, bitrate=self.baud)
+            self.transport.overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
         else:
             raise ValueError("bus must be uart or can, not %r" % self.bus)
         if self.joint_io == "wire":
@@ -209,8 +210,11 @@ class Cluster:
             self.io = JointIO(n, io_base)
             for i in range(n):
                 cfgs[i]["io"] = {"base_port": io_base}
+        overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
         for i in range(n):
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
+            if overhear and self.bus == "can":   # the filters also take the neighbours' packets
+                cfgs[i]["bus"]["overhear"] = overhear
             path = self.dir / ("link%02d.json" % (i + 1))
             path.write_text(json.dumps(cfgs[i]))
             log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
@@ -258,10 +262,22 @@ class Cluster:
                     seen.add(msg[1])
 
     def check(self):
-        """Raise if a link process has exited."""
+        """Raise if a link process has exited (while the nodes start)."""
         for i, p in enumerate(self.procs):
             if p.poll() is not None:
                 raise Aborted("link %d process exited with status %s\n%s" % (i + 1, p.returncode, self.tail(i)))
+
+    def dead(self):
+        """Indices of the links whose process has exited: a dead node is a fault of the
+        arm, not of the host (the team drops it; runners/base goes on)."""
+        return {i for i, p in enumerate(self.procs) if p.poll() is not None}
+
+    def kill(self, link):
+        """A node crash (fault node_crash): SIGKILL of the link's MicroPython process."""
+        p = self.procs[link - 1]
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
 
     def cpu_seconds(self):
         """CPU time (user + system) the link processes have used so far, or None where
@@ -601,7 +617,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         loop.node_ready = cluster.ready_lines
         if not lockstep:
             loop.vm_pauses = start_vm_pauses()
-        exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
+        exchange = make_exchange(loop, cluster.transport, lockstep, None, io=cluster.io)
+        exchange = _with_dead_nodes(loop, cluster, exchange, loop.faults.of(("node_crash",)))
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         with realtime_host(loop):
             loop.run(exchange, progress)
@@ -619,6 +636,22 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
             loop.vm_pause_totals = loop.vm_pauses.totals()
             loop.vm_pauses.close()
     return loop.status
+
+
+def _with_dead_nodes(loop, cluster, exchange, crashes):
+    """Nodes crash on the fault schedule (SIGKILL; a killed process does not come back),
+    and a node whose process is gone is not waited for: the host goes on without it."""
+    def tick(frames, k):
+        for f in crashes:
+            if f.active(loop.t):
+                cluster.kill(f.link)
+        dead = cluster.dead()
+        if dead != loop.gp.dead:
+            for i in dead - loop.gp.dead:
+                loop.gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
+            loop.gp.dead = dead
+        exchange(frames, k)
+    return tick
 
 
 def start_vm_pauses():

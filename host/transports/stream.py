@@ -52,6 +52,8 @@ class _Stream(Transport):
 
 
 def _write_all(fd, data):
+    """Write everything; a wire whose far end is gone (a dead node) takes nothing: the
+    bytes are lost as on an unplugged cable, and the run goes on."""
     mv = memoryview(data)
     while mv:
         try:
@@ -59,6 +61,8 @@ def _write_all(fd, data):
         except BlockingIOError:
             select.select([], [fd], [], 0.01)
             continue
+        except OSError:   # EPIPE, ECONNRESET: the node on that wire died
+            return
         mv = mv[n:]
 
 

@@ -47,6 +47,7 @@ class UdpTransport(Transport):
         self.bitrate = bitrate
         self._line_free = 0.0
         self.pending = deque()
+        self.overhear = 0   # a KINEMATIC frame for link j also to j+1..j+overhear (firmware/neighbours.py)
 
     def fileno(self):
         return self.sock.fileno()
@@ -62,7 +63,7 @@ class UdpTransport(Transport):
             while time.perf_counter() < due:
                 time.sleep(max(0.0, min(due - time.perf_counter(), 0.0005)))
         targets = [a for k, a in enumerate(self.addrs) if k != self.me] if dst == 0xFF else \
-            ([self.addrs[dst]] if dst < len(self.addrs) else [])
+            self.addrs[dst:min(dst + 1 + (self.overhear if frame[0] == 3 else 0), len(self.addrs))]
         for a in targets:
             try:
                 self.sock.sendto(dgram, a)
