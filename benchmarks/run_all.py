@@ -78,5 +78,33 @@ def micropython_agent():
 
 EXTRA.append(micropython_agent)
 
+
+def fuzz():
+    """Random and mutated frames: the decoder, deframer and CAN reassembler (tests/
+    mp_fuzz_decoder.py) and one link agent (benchmarks/mp_fuzz_agent.py), 10^6 frames under
+    CPython and 10^5 under MicroPython: no exception escapes, every bad frame is counted
+    (the scripts check good + bad and the error kinds), the agent writes no NaN torque."""
+    import subprocess
+    from host.runners.processes import micropython_path
+    print("Fuzz (random + mutated frames; a failure raises inside the script)")
+    for interp, n in ((sys.executable, 1000000), (micropython_path(), 100000)):
+        for script in ("tests/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py"):
+            t0 = time.perf_counter()
+            r = subprocess.run([interp, str(ROOT / script), str(n)], capture_output=True, text=True, cwd=str(ROOT))
+            line = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else \
+                "FAILED (exit %d): %s" % (r.returncode, r.stderr.strip()[-300:])
+            print("  %-11s %-28s %7d frames %6.1f s  %s" % (Path(interp).name, script, n, time.perf_counter() - t0, line))
+
+
+EXTRA.append(fuzz)
+
+
+def fault_cost():
+    from host.faults import cost_table
+    print(cost_table())
+
+
+EXTRA.append(fault_cost)
+
 if __name__ == "__main__":
     main()

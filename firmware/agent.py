@@ -155,7 +155,7 @@ class LinkAgent:
             self.report_faults()
 
     def dispatch(self, mtype, v, dst):
-        if mtype <= m.ASSERT and not safety.all_finite(v):   # SYNC..ASSERT carry numbers
+        if (mtype <= m.ASSERT or mtype == m.COMMAND) and not safety.all_finite(v):   # they carry numbers
             self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
             return
         if mtype == m.SYNC:

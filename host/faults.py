@@ -139,7 +139,30 @@ def write_report(path, results, lockstep):
                 _fmt(e), "-" if not (r and e) else "%.2f" % (e / r), _fmt(s.get("e_max_m")),
                 f.get("recovered") or "-"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n\n" + NOTES)
+    path.write_text("\n".join(lines) + "\n\n" + NOTES + "\n" + cost_table())
+
+
+def cost_table():
+    """The cost of fault tolerance (Hamilton et al.'s Table 1 for one link agent), measured
+    now under the MicroPython unix port by benchmarks/mp_fault_cost.py."""
+    from host.runners.processes import micropython_path
+    r = subprocess.run([micropython_path(), str(ROOT / "benchmarks" / "mp_fault_cost.py")],
+                       capture_output=True, text=True, cwd=str(ROOT))
+    rows = [line.split() for line in r.stdout.splitlines() if line.startswith("COST")]
+    base = float(rows[0][-5]) if rows else 0.0
+    out = ["## Cost of fault tolerance (one agent per control cycle)", "",
+           "Measured by `micropython benchmarks/mp_fault_cost.py` (the unix port on this machine;",
+           "median of 398 cycles): the agent's compute for every frame it takes in one cycle (joint",
+           "state, SYNC, its K_{i-1}, the packets it overhears, the goal; framing not included) and",
+           "those frames' logical bytes. On CAN an overheard packet is the same frame on the medium:",
+           "the bus carries no more bytes; a node takes one more frame per depth through its filter.",
+           "A bridged (dead) neighbour sends nothing, so bridging costs the bridge's compositions only.", "",
+           "| case | us per cycle | vs none | frames in | bytes in |", "|---|---|---|---|---|"]
+    for f in rows:   # COST <name words> us <us> frames <n> bytes <b>
+        name = " ".join(f[1:-6])
+        us = float(f[-5])
+        out.append("| %s | %d | %.2f | %s | %s |" % (name, us, us / base if base else 0.0, f[-3], f[-1]))
+    return "\n".join(out) + "\n"
 
 
 NOTES = """## What each reaction means

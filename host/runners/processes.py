@@ -39,6 +39,7 @@ from pathlib import Path
 
 from bus_protocol import messages as m
 from host.runners.base import Aborted
+from sim_host.faults import BUS_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 _LIVE = set()
@@ -606,6 +607,14 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     loop.bus_kind = bus
     loop.joint_io = joint_io
     loop.topology = topology if bus == "uart" else None
+    unsupported = [f.describe() for f in loop.faults.faults if f.kind in BUS_KINDS
+                   or (f.kind == "node_crash" and f.schedule.end < float("inf"))]
+    if unsupported:   # say so rather than run without them
+        loop.status, loop.wall_seconds = "aborted", 0.0
+        loop.reason = ("processes mode emulates no bus faults (frame_loss, corrupt, latency: in-process "
+                       "only) and a killed process does not come back (node_crash without end): %s"
+                       % "; ".join(unsupported))
+        return loop.status
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
                           topology=topology).__enter__()
