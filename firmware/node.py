@@ -46,13 +46,19 @@ class ChainNode:
     rebroadcasts, then GOAL) into the tip over that wire, so two goal waves run, down
     from link 1 and up from link N, and stop where they meet: a node that has had this
     tick's GOAL neither passes on nor takes the other wave's copies (N/2 hops, not N).
-    Anything else arriving from down on a ring is not for this topology and is ignored.
+    Anything else arriving from down on a healthy ring is not for this topology and is
+    ignored. A ring routes around a dead node (docs: faults/REPORT.md): a node whose down
+    wire is gone (its write fails) sends everything up instead; frames for the host or for
+    links beyond that come from down are passed up (the long way, through the host, which
+    puts them into the tip's end), and on the far side frames for base-ward links that come
+    from down are taken and passed up. With `overhear` = d a KINEMATIC frame also reaches the
+    d links after its destination (their neighbour checks and bridges: firmware/neighbours.py).
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
     decoded) and before the agent works on its own (cut-through): a SYNC runs down the
     chain ahead of the kinematic wave, so each agent has sampled its joint and built
     A_i(q) by the time K_{i-1} reaches it."""
 
-    def __init__(self, agent, up, down=None, bufsize=256, ring=False):
+    def __init__(self, agent, up, down=None, bufsize=256, ring=False, overhear=0):
         self.agent = agent
         self.link = agent.link
         self.up = up
@@ -61,6 +67,8 @@ class ChainNode:
         self.ring = ring
         self.to_links = None if ring and tip else down   # toward links > this one
         self.to_host = down if ring and down is not None else up
+        self.overhear = overhear
+        self.down_dead = False        # ring: the down wire's far end is gone
         self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
         self.ignored = 0              # ring: frames from down that are not the goal wave
         self._rx = bytearray(bufsize)
@@ -86,11 +94,19 @@ class ChainNode:
         if self._tx_down:
             self.down.write(self._tx_down)
             self._tx_down = bytearray()
+            if self.ring and getattr(self.down, "hup", False) and not self.down_dead:
+                self.down_dead = True     # route around it: everything goes up from now on
+                self.to_links = None
+                self.to_host = self.up
         if self._tx_up:
             self.up.write(self._tx_up)
             self._tx_up = bytearray()
 
     def _route(self, dst, wire, came_from):
+        if self.down_dead or (self.ring and came_from is self.down and came_from is not None):
+            if came_from is not self.up or dst == m.HOST or dst > self.link:
+                self._tx_up += wire       # a ring around a dead node: the other way round
+            return
         if dst == m.HOST:
             if came_from is self.to_host:   # host-bound against the flow: a node
                 self.dropped += 1            # configured for the other topology
@@ -128,10 +144,13 @@ class ChainNode:
                     self.dropped += 1
                     self.agent.decoder.bad += 1
                 elif not self.ring or self._ring_admits(data, i, j, dst, port):
-                    if dst != link:
-                        self.forwarded += 1
-                        self._route(dst, data[i:j + 1], port)
-                    if dst == link or dst == m.BROADCAST:
+                    near = self.overhear and dst <= link and link - dst <= self.overhear \
+                        and cobs_peek(data, i, j, 0) == m.KINEMATIC   # a neighbour's packet
+                    if dst != link or (near and self.overhear and port is self.up):
+                        if not near or link - dst < self.overhear:
+                            self.forwarded += 1
+                            self._route(dst if not near else link + 1, data[i:j + 1], port)
+                    if dst == link or dst == m.BROADCAST or near:
                         mine = self._mine
                         buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
                         nf = framing.cobs_decode_into(data, i, j, buf)
@@ -151,14 +170,11 @@ class ChainNode:
         """Ring: the goal waves. False for a frame to leave alone (neither passed on nor
         taken): anything from down but the host's goal batch (broadcast ASSERT, GOAL),
         and that batch once this tick's GOAL has been here."""
-        if dst == m.HOST:
-            return True
+        if dst == m.HOST or (port is self.down and dst != m.BROADCAST):
+            return True   # the long way round a dead node (a healthy ring has none of these)
         mt = cobs_peek(data, i, j, 0) if dst == m.BROADCAST else None
         if mt != m.GOAL and mt != m.ASSERT:
-            if port is self.down:
-                self.ignored += 1
-                return False
-            return True
+            return True   # from down only when the host routes round a dead node
         tick = self.agent.tick
         if self.goal_tick == tick:
             return False          # the other wave got here first

@@ -94,24 +94,30 @@ def test_bad_fault_entries_name_file_line_and_field(tmp_path, text, field, line)
     assert e.value.field == field and e.value.line == line and e.value.path == str(p)
 
 
-def test_sigkill_of_a_node_process_costs_one_joint_on_can(tmp_path):
-    """Processes mode, CAN, lockstep: link 5's MicroPython process is killed (SIGKILL);
-    the host goes on without it, link 6 bridges it, its joint is braked."""
+@pytest.mark.parametrize("bus", ["can", "uart"])
+def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
+    """Processes mode, lockstep: link 5's MicroPython process is killed (SIGKILL); the host
+    goes on without it, link 6 bridges it, its joint is braked. On the UART ring the nodes
+    route round the dead one: link 4 sends up what it sent down, the host puts frames for
+    links 6.. into the tip's end, and they take them from down."""
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = 1.5\n', duration=3.0)
-    s, out = run_scenario(sc, tmp_path / "p", mode="processes", bus="can", lockstep=True, quiet=True, make_plots=False)
+    s, out = run_scenario(sc, tmp_path / "p", mode="processes", bus=bus, lockstep=True, quiet=True,
+                          make_plots=False)
     d = np.load(out / "timeseries.npz")
     assert s["status"] == "ok", s["reason"]
     team = [(e["link"], e["text"].split(" ")[0]) for e in s["faults"]["team"]]
-    assert (5, "process") in team and (5, "dropped:") in team
+    assert team == [(5, "process"), (5, "dropped:")]      # no other node went down with it
     assert any(r["link"] == 6 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
     assert np.ptp(d["q"][d["t"] > 1.6, 4]) < 2e-3
+    ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
+    assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
 
 
-def test_a_dead_node_on_a_uart_ring_ends_the_run_cleanly(tmp_path):
-    """On a UART ring a dead middle node cuts the nodes beyond it off (nothing passes a dead
-    node's UART; the nodes do not yet route around the ring): not survivable, but the host
-    ends the run with a reason instead of dying on a broken pipe."""
+def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
+    """On a plain UART chain a dead middle node cuts the nodes beyond it off the host: not
+    survivable, but the host ends the run with a reason instead of dying on a broken pipe."""
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = 0.5\n', duration=1.5)
-    s, _ = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", lockstep=True, quiet=True, make_plots=False)
+    s, _ = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", topology="chain", lockstep=True,
+                        quiet=True, make_plots=False)
     assert s["status"] == "aborted" and "no torque from links" in s["reason"]
     assert "Error" not in s["reason"]

@@ -79,7 +79,11 @@ class StreamPort(_Paced):
         n = 0
         mv = memoryview(buf)
         while n < len(buf):
-            k = self.f.write(mv[n:])
+            try:
+                k = self.f.write(mv[n:])
+            except OSError:    # the node on the other end died (EPIPE): an unplugged cable
+                self.hup = True
+                return len(buf)
             if k is None:      # non-blocking and full: wait for room (rare)
                 time.sleep_ms(1)
                 continue
@@ -224,6 +228,7 @@ class UnixBoard:
             self.up = open_pty(bus["up"], baud)
             self.down = open_pty(bus["down"], baud) if bus.get("down") else None
             self.ring = bool(bus.get("ring"))   # the tip's down is the return wire to the host
+            self.overhear = int(bus.get("overhear", 0))
             self.ports = [self.up] + ([self.down] if self.down else [])
         else:
             self.port = UdpPort(cfg["link"], cfg["n_links"], int(bus["base_port"]),
@@ -237,15 +242,19 @@ class UnixBoard:
 
     def node(self, agent):
         if self.name == "unix-pty":
-            return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048, ring=self.ring)
+            return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048, ring=self.ring,
+                                      overhear=self.overhear)
         return node_mod.BusNode(agent, self.port)
 
     @property
     def closed(self):
+        """A chain node stops when a wire hangs up (the host is gone); a ring node when both
+        have: with one neighbour dead it still reaches the host the other way round."""
+        n = 0
         for p in self.ports:
             if p.hup:
-                return True
-        return False
+                n += 1
+        return n == len(self.ports) if getattr(self, "ring", False) else n > 0
 
     def wait(self, ms):
         """Block until a port has input, a paced write is due, or ms pass. -> True if input."""
@@ -280,6 +289,7 @@ class UnixBoard:
                 for p in self.ports:  # its POLLERR, an ICMP unreachable, clears on recv)
                     if p.fileno() == fd and isinstance(p, StreamPort):
                         p.hup = True
+                        self._poll.unregister(fd)   # or every poll returns at once
 
 
 def make_board(name, cfg):

@@ -214,7 +214,7 @@ class Cluster:
         overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
         for i in range(n):
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
-            if overhear and self.bus == "can":   # the filters also take the neighbours' packets
+            if overhear:   # neighbours' packets: CAN filters take them, UART nodes pass them on
                 cfgs[i]["bus"]["overhear"] = overhear
             path = self.dir / ("link%02d.json" % (i + 1))
             path.write_text(json.dumps(cfgs[i]))
@@ -372,7 +372,7 @@ class JointIO:
         self.sock.close()
 
 
-def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
+def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, straggler=0.5):
     """The runner's half of a cycle: send the host's frames, feed what comes back to the
     goal process until every torque of the tick is in or the tick's deadline passes.
     With `io` (JointIO) joint states go out and torque reports come back on the joint
@@ -405,6 +405,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
         recv = transport.recv
 
     t_goal = [None]
+    relay = getattr(transport, "send_return", None) if getattr(transport, "return_fd", None) is not None else None
     pauses = getattr(loop, "vm_pauses", None)   # VmPauses, wall clock in processes mode
     sched = HostSchedstat()
 
@@ -419,7 +420,10 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                     if f[0] == m.JOINT_STATE:
                         io.send(f)
                 frames = [f for f in frames if f[0] != m.JOINT_STATE]
-            transport.send_batch(frames)
+            if loop.gp.dead and relay:   # a ring round a dead node: into both ends
+                transport.broadcast_batch(frames)
+            else:
+                transport.send_batch(frames)
         gp.prepare()   # off the critical path: the kinematic wave is running now
         deadline = None if lockstep else loop.deadline
         limit = t0 + timeout
@@ -460,14 +464,21 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                     return
                 wait = deadline - now
             else:
+                if gp.n_got and gp.closed and now >= limit - timeout + straggler:
+                    # the goal went out and torques came, but not this one's for a while: in
+                    # lockstep that node is silent this tick (its driver's timeout), not slow
+                    loop.tick_paused = paused
+                    return
                 if now >= limit:
                     if health:
                         health()
                     missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
                     raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
-                wait = limit - now
+                wait = max(0.0, (min(limit, t0 + straggler) if gp.n_got else limit) - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
+                if f is not None and len(f) > 2 and relay:   # frames for links, the long way
+                    relay([f])                              # round a dead node of a ring
                 continue
             out = gp.on_frame(f)
             if out:   # the goal batch (rebroadcast assertions, GOAL)

@@ -91,6 +91,12 @@ class FdStreamTransport(_Stream):
             return self.send_batch(frames)
         self.send_batch(frames, (self._write, lambda data: _write_all(self.return_fd, data)))
 
+    def send_return(self, frames):
+        """Into the tip's end of a ring only: frames routed round a dead node (the nodes
+        on the far side get them from down)."""
+        if self.return_fd is not None:
+            self.send_batch(frames, (lambda data: _write_all(self.return_fd, data),))
+
     def read_fds(self):
         return list(self.deframers)
 
