@@ -187,10 +187,15 @@ NOTES = """## What each reaction means
 - The bridge assumes the braked joint holds the predicted angle; its error is the joint's
   acceleration over the few ticks before the brake engaged.
 - The tip (link N) is not bridged: the host would need the same redundant kinematics.
-- On a UART chain without a ring, a dead node cuts every node beyond it off the host (nothing
-  passes a dead node's UART): its neighbours cannot bridge what never reaches them, so only
-  the tip may die. On a ring the frames could reach those nodes the other way round, but the
-  nodes' routing does not do that yet: the UART runs below therefore only lose the tip's side
-  when a middle node dies (see the status column). CAN (a shared medium) survives any single
-  node but the tip.
+- On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
+  dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
+  may die (the run then ends with "no torque from links ..."; the host itself never fails on
+  the broken wire). On a ring the frames reach the far side the other way round: the node
+  before the dead one sends up what it sent down, the host puts frames for links into the
+  tip's end, and the nodes beyond take them from down. CAN (a shared medium) needs nothing
+  of that. Either way the tip is the one link nobody bridges.
+- Processes mode emulates no bus faults (frame loss, corruption, latency run in-process:
+  the node-to-node wires do not pass through the host), and a killed process stays dead.
+- Lockstep processes mode has no plant time inside a tick: a node whose torque has not come
+  0.5 s after the goal went out is taken as silent for that tick (its driver's timeout).
 """

@@ -112,8 +112,9 @@ class Cluster:
 
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
                  wire="socket", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
-                 joint_io="wire", heapsize="256K", realtime=True, topology="ring"):
+                 joint_io="wire", heapsize="256K", realtime=True, topology="ring", lockstep=False):
         self.sc, self.bus, self.baud = sc, bus, baud
+        self.lockstep = lockstep   # synthetic time: the nodes' wall-clock watchdog waits longer
         if topology not in ("ring", "chain"):
             raise ValueError("topology must be ring or chain, not %r" % topology)
         self.topology = topology        # uart: "ring" (tip -> host return wire) or "chain"
@@ -216,6 +217,8 @@ class Cluster:
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
             if overhear:   # neighbours' packets: CAN filters take them, UART nodes pass them on
                 cfgs[i]["bus"]["overhear"] = overhear
+            if self.lockstep:   # a tick may take a while of wall clock, and a silent node longer
+                cfgs[i]["safety"] = dict(cfgs[i].get("safety", {}), watchdog_ms=2000)
             path = self.dir / ("link%02d.json" % (i + 1))
             path.write_text(json.dumps(cfgs[i]))
             log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
@@ -372,7 +375,7 @@ class JointIO:
         self.sock.close()
 
 
-def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, straggler=0.5):
+def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, straggler=0.0):
     """The runner's half of a cycle: send the host's frames, feed what comes back to the
     goal process until every torque of the tick is in or the tick's deadline passes.
     With `io` (JointIO) joint states go out and torque reports come back on the joint
@@ -464,7 +467,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, 
                     return
                 wait = deadline - now
             else:
-                if gp.n_got and gp.closed and now >= limit - timeout + straggler:
+                if straggler and gp.n_got and gp.closed and now >= limit - timeout + straggler:
                     # the goal went out and torques came, but not this one's for a while: in
                     # lockstep that node is silent this tick (its driver's timeout), not slow
                     loop.tick_paused = paused
@@ -474,7 +477,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, 
                         health()
                     missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
                     raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
-                wait = max(0.0, (min(limit, t0 + straggler) if gp.n_got else limit) - now)
+                wait = max(0.0, (min(limit, t0 + straggler) if straggler and gp.n_got else limit) - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
                 if f is not None and len(f) > 2 and relay:   # frames for links, the long way
@@ -628,7 +631,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         return loop.status
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
-                          topology=topology).__enter__()
+                          topology=topology, lockstep=lockstep).__enter__()
     except (Aborted, RuntimeError) as e:
         loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
         return loop.status
@@ -637,7 +640,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         loop.node_ready = cluster.ready_lines
         if not lockstep:
             loop.vm_pauses = start_vm_pauses()
-        exchange = make_exchange(loop, cluster.transport, lockstep, None, io=cluster.io)
+        exchange = make_exchange(loop, cluster.transport, lockstep, None, io=cluster.io,
+                                 straggler=0.5 if loop.faults else 0.0)
         exchange = _with_dead_nodes(loop, cluster, exchange, loop.faults.of(("node_crash",)))
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         with realtime_host(loop):
