@@ -156,7 +156,10 @@ def cost_table():
            "state, SYNC, its K_{i-1}, the packets it overhears, the goal; framing not included) and",
            "those frames' logical bytes. On CAN an overheard packet is the same frame on the medium:",
            "the bus carries no more bytes; a node takes one more frame per depth through its filter.",
-           "A bridged (dead) neighbour sends nothing, so bridging costs the bridge's compositions only.", "",
+           "On a UART chain or ring a node passes each K frame on to its overhearing neighbours: with",
+           "depth d every K frame (66 bytes with COBS) crosses d more wires, d x 66 bytes per link",
+           "per cycle. A bridged (dead) neighbour sends nothing, so bridging costs the bridge's",
+           "compositions only.", "",
            "| case | us per cycle | vs none | frames in | bytes in |", "|---|---|---|---|---|"]
     for f in rows:   # COST <name words> us <us> frames <n> bytes <b>
         name = " ".join(f[1:-6])

@@ -27,3 +27,17 @@ def run_micropython(code, stdin=None, timeout=120):
                        text=True, timeout=timeout, cwd=str(REPO), env=dict(os.environ))
     assert r.returncode == 0, "micropython failed:\n%s\n%s" % (r.stdout[-2000:], r.stderr[-4000:])
     return r.stdout
+
+
+def run_both(module):
+    """Run a MicroPython-compatible test script's run() here and the script itself under
+    the MicroPython unix port; both must print the same lines, which are returned."""
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        module.run()
+    lines = buf.getvalue().splitlines()
+    path = Path(module.__file__)
+    assert run_micropython(path.read_text().replace("__file__", repr(str(path)))).splitlines() == lines
+    return lines

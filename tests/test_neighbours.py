@@ -2,26 +2,18 @@
 and K_{i-2}) is bridged over the predicted joints, a neighbour whose K is wrong is found
 by the check within two cycles, bridged at its predicted angle and reported to the host.
 Same lines under MicroPython and CPython; positions against numpy DH forward kinematics."""
-import contextlib
-import io
-
 import numpy as np
 import pytest
 
 from bus_protocol import safety_codes as sc
 from tests import mp_neighbours as nb
-from tests.conftest import REPO, run_micropython
+from tests.conftest import run_both
 from tests.dh_reference import fk
 
 
 @pytest.fixture(scope="module")
 def rows():
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        nb.run()
-    cpy = buf.getvalue().splitlines()
-    src = (REPO / "tests" / "mp_neighbours.py").read_text().replace("__file__", repr(str(REPO / "tests" / "mp_neighbours.py")))
-    assert run_micropython(src).splitlines() == cpy
+    cpy = run_both(nb)
     out = {}
     for line in cpy:
         f = line.split()

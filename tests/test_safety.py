@@ -1,26 +1,18 @@
 """The node safety state machine (firmware/safety.py, bus_protocol/safety_codes.py):
 latched faults with reasons, reactions, clear, config refusal, NaN/inf inputs; the same
 frames under MicroPython and CPython give the same lines."""
-import contextlib
-import io
-
 import pytest
 
 from bus_protocol import safety_codes as sc
 from tests import mp_safety
-from tests.conftest import REPO, run_micropython
+from tests.conftest import run_both
 
 KQ, KW = 2000.0, 40.0   # the rig's brake gains
 
 
 @pytest.fixture(scope="module")
 def lines():
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        mp_safety.run()
-    cpy = buf.getvalue().splitlines()
-    src = (REPO / "tests" / "mp_safety.py").read_text().replace("__file__", repr(str(REPO / "tests" / "mp_safety.py")))
-    assert run_micropython(src).splitlines() == cpy
+    cpy = run_both(mp_safety)
     out = {}
     for line in cpy:
         case, rest = line.split(" ", 1) if " u_sat=" not in line else (line.split(" ")[0], line.split(" ", 2)[2])
