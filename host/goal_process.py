@@ -145,9 +145,8 @@ class GoalProcess:
             # a link reports its neighbour computing wrongly (Hamilton's check): brake it
             link = int(v[1])
             self.events.append((self.t, link, "link %d reports it disagrees" % src))
-            self.drop(link, "braked on link %d's report" % src)
-            out, self.pending = self.pending, []
-            return out + [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
+            self.drop(link, "braked on link %d's report" % src)   # NODE_OUT with the next tick
+            return [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
         elif mtype == m.LOG:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
         return []

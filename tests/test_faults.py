@@ -113,6 +113,17 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
 
 
+def test_compute_fault_on_a_uart_ring_as_in_process(tmp_path):
+    """The check, the report to the host and its brake also work across a UART ring (the
+    overheard K_3 passed on by link 4, the report going round to the host)."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = 1.5\noffset = 0.1\n', duration=2.5)
+    s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus="uart", lockstep=True, quiet=True, make_plots=False)
+    ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert [(r["link"], r["t"]) for r in s["faults"]["reports"]] == [(r["link"], r["t"]) for r in ref["faults"]["reports"]]
+    assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)
+
+
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
     """On a plain UART chain a dead middle node cuts the nodes beyond it off the host: not
     survivable, but the host ends the run with a reason instead of dying on a broken pipe."""

@@ -480,8 +480,8 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None, 
                 wait = max(0.0, (min(limit, t0 + straggler) if straggler and gp.n_got else limit) - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
-                if f is not None and len(f) > 2 and relay:   # frames for links, the long way
-                    relay([f])                              # round a dead node of a ring
+                if f is not None and len(f) > 2 and relay and f[2] != m.BROADCAST:
+                    relay([f])   # a frame for a link, the long way round a dead node of a ring
                 continue
             out = gp.on_frame(f)
             if out:   # the goal batch (rebroadcast assertions, GOAL)
