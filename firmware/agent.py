@@ -480,7 +480,9 @@ class LinkAgent:
         # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
         u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
              + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
-        u = behaviours.saturate(u, self.u_sat) + self._u_off
+        u = behaviours.saturate(u, self.u_sat)
+        if self._u_off:
+            u += self._u_off
         if not safety.finite(u):   # never a NaN torque, whatever went wrong above
             u = 0.0
             self.safety.trip(safety.F_INTERNAL, "non-finite torque")

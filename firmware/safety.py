@@ -8,17 +8,18 @@ from bus_protocol.safety_codes import (  # noqa: F401  (re-exported for the agen
     FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_bit, fault_names,
     is_fault_state, stronger)
 
-BIG = 1e30   # |x| below this and not NaN: a usable number (comparisons allocate nothing)
+BIG = 1e30   # |x| below this and not NaN: a usable number (comparing allocates nothing;
+LOW = -1e30  # negating BIG would, on every call, under MicroPython)
 
 
 def finite(x):
-    return -BIG < x < BIG
+    return LOW < x < BIG
 
 
 def all_finite(values):
     """Every value of a decoded frame is a usable number (NaN and +-inf are not)."""
     for x in values:
-        if not -BIG < x < BIG:
+        if not LOW < x < BIG:
             return False
     return True
 
