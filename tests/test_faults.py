@@ -132,3 +132,14 @@ def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
                         quiet=True, make_plots=False)
     assert s["status"] == "aborted" and "no torque from links" in s["reason"]
     assert "Error" not in s["reason"]
+
+
+def test_linkteam_faults_writes_the_report(tmp_path):
+    from host import faults
+    results = faults.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
+    assert [(p.stem, s["status"]) for (p, _, _), s in results] == [("reference-ft", "ok"), ("motor-weak-link2", "ok")]
+    text = (tmp_path / "f" / "REPORT.md").read_text()
+    row = [line for line in text.splitlines() if line.startswith("| motor-weak-link2 | in-process | ok |")]
+    assert len(row) == 1 and "motor_weak link 2 gain=0.5" in row[0]
+    cost = [line for line in text.splitlines() if line.startswith("| check d=1 |")]
+    assert cost and int(cost[0].split("|")[2]) > 0    # measured under MicroPython just now
