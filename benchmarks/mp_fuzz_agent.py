@@ -7,12 +7,7 @@
 # Prints "AGENT-FUZZ ok N <n> good <g> bad <b> faults <latched bits seen> nan_torques 0".
 import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
+sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
 
 from bus_protocol import messages as m      # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402

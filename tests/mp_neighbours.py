@@ -5,12 +5,7 @@
 # and what it told the host. tests/test_neighbours.py checks the lines against numpy FK.
 import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
+sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware import kinematic_bus as kb  # noqa: E402

@@ -3,12 +3,7 @@
 # tests/test_safety.py runs it under both, compares, and checks the lines.
 import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
+sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware.agent import LinkAgent      # noqa: E402
