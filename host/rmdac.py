@@ -17,13 +17,13 @@ The force of tick k-1 is held until tick k (a sampled-data loop), so r(k) is the
 that force left behind: this is the discrete-time adaptive law's pairing (error now,
 regressor of the previous step; Goodwin & Sin's projection algorithm). The trapezoid rule
 of (6.209), dt/2 (r(k) s(k) + r(k-1) s(k-1)), pairs each error with its own tick's
-signal. For a tick-to-tick oscillation of the velocity error (amplitude A) that gives
-Kv a rise of beta * wv * A^2 per tick whatever its cause, so once the velocity gain
+signal. For a tick-to-tick oscillation of the velocity error (amplitude A) that raises
+Kv by about dt * beta * wv * A^2 every tick whatever its cause, so once the velocity gain
 passes the sampled-data limit (dt * Kv / m > 2 for a held force on a mass m) the
 adaptation feeds the oscillation and the run diverges; a light end effector (the
 reference arm without its payload: about 1 kg along its worst task direction) reaches
 that limit at 120 Hz with the Kv the start transient winds up (~600 N s/m). Paired with
-s(k-1), the same oscillation gives -beta * wv * A^2: Kv falls back below the limit.
+s(k-1), the same oscillation lowers Kv by as much: Kv falls back below the limit.
 For signals slow against the tick both rules agree to O(dt).
 """
 # integral gain names in signal order 1, e, ed, x_d, xd_d, xdd_d
