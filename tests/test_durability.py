@@ -40,10 +40,10 @@ def test_unstable_plant_aborts_with_reason_and_data(tmp_path):
     assert not (tmp_path / "unstable.partial").exists()
 
 
-def start_run(tmp_path, out, duration=600.0):
+def start_run(tmp_path, out, duration=600.0, args=()):
     p = scenario(tmp_path, "long", "[simulation]\nduration = %r\n" % duration)
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "run", str(p), "--out", str(out), "--quiet",
-                             "--no-plots"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--no-plots", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     chunks = out.with_name(out.name + ".partial") / "timeseries"
     deadline = time.monotonic() + 300.0   # start-up on a busy machine; the run itself takes minutes
     while not (chunks.is_dir() and any(chunks.glob("*.npz"))):
@@ -54,11 +54,14 @@ def start_run(tmp_path, out, duration=600.0):
     return proc
 
 
-@pytest.mark.parametrize("sig, reason", [(signal.SIGINT, "interrupted (Ctrl-C)"),
-                                         (signal.SIGTERM, "interrupted (SIGTERM)")])
-def test_signal_mid_run_leaves_aborted_summary_and_partial_series(tmp_path, sig, reason):
+@pytest.mark.parametrize("sig, reason, args", [
+    (signal.SIGINT, "interrupted (Ctrl-C)", ()),
+    (signal.SIGTERM, "interrupted (SIGTERM)", ()),
+    # one MicroPython process per link (UART ring, synthetic clock)
+    (signal.SIGTERM, "interrupted (SIGTERM)", ("--mode", "processes", "--lockstep"))])
+def test_signal_mid_run_leaves_aborted_summary_and_partial_series(tmp_path, sig, reason, args):
     out = tmp_path / "run"
-    proc = start_run(tmp_path, out)
+    proc = start_run(tmp_path, out, args=args)
     proc.send_signal(sig)
     assert proc.wait(timeout=300) == 3, proc.communicate()
     summary, data = load_run(out)
