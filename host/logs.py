@@ -160,8 +160,8 @@ class RunDir:
 
     # ---------------------------------------------------------------- context
     def __enter__(self):
-        self._prev_term = None
-        if threading.current_thread() is threading.main_thread():
+        self._installed = threading.current_thread() is threading.main_thread()
+        if self._installed:
             self._prev_term = signal.signal(signal.SIGTERM, self._on_signal)
         return self
 
@@ -170,8 +170,8 @@ class RunDir:
         raise _Interrupted()
 
     def __exit__(self, etype, exc, tb):
-        if self._prev_term is not None:
-            signal.signal(signal.SIGTERM, self._prev_term)
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._prev_term if self._prev_term is not None else signal.SIG_DFL)
         if etype is not None:
             if isinstance(exc, _Interrupted) or etype is KeyboardInterrupt:
                 reason = "interrupted (%s)" % (self.signal or "Ctrl-C")
@@ -180,6 +180,8 @@ class RunDir:
             if self.finished:   # the run itself is complete (e.g. stopped while plotting)
                 self.log("after the run: " + reason)
             else:
+                if self.loop is not None:   # the rows since the last chunk
+                    self.loop.rec.flush()
                 s = dict(self.head, status="aborted", reason=reason)
                 self.log("status aborted " + reason)
                 self.log("".join(traceback.format_exception(etype, exc, tb)))

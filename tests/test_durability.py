@@ -92,3 +92,23 @@ def test_killed_run_leaves_partial_dir_and_previous_run_whole(tmp_path):
         t_named = float(summary["reason"].split("t = ")[1].split()[0])
         assert np.isclose(data["t"], t_named, atol=5e-4).any(), (t_named, summary)
     assert (partial / "run.log").read_text().startswith("scenario long")
+
+
+def test_error_after_the_loop_leaves_aborted_summary_and_all_rows(tmp_path, monkeypatch):
+    """A failure of the host itself after the control loop (here: computing the metrics)
+    still leaves the run directory, with the reason and every row recorded."""
+    from host import run
+    from host.scenario import load
+
+    def boom(*a):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(run.metrics, "summarise", boom)
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError):
+        run.run_scenario(load(scenario(tmp_path, "short", "[simulation]\nduration = 0.5\n")), out, quiet=True,
+                         make_plots=False)
+    summary, data = load_run(out)
+    assert summary["status"] == "aborted" and summary["reason"] == "RuntimeError: boom", summary
+    assert len(data["t"]) == 0.5 * 120 + 1 and data["t"][-1] == 0.5
+    assert "RuntimeError: boom" in (out / "run.log").read_text()
