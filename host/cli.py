@@ -239,6 +239,9 @@ def main(argv=None):
     except ScenarioError as e:
         sys.stderr.write("linkteam: scenario error: %s\n" % e)
         return 2
+    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
+        sys.stderr.write("linkteam: %s\n" % e)
+        return 2
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 run goes so that whatever stops it leaves the log, the data so far and the reason.
 
 A run to OUT is written into the sibling OUT.partial/ and renamed to OUT when it ends
-(status ok or aborted); the previous OUT stays whole until then. Inside OUT.partial/:
+(status ok or aborted); the previous OUT stays whole until then, and is replaced whole. A
+directory OUT that holds files but no summary.json is not a run's: it is refused. Inside
+OUT.partial/:
 
 * summary.json from the start, with status "aborted" and a reason saying the run did not
   finish, rewritten (atomically) at every chunk with how far it got: a run killed outright
@@ -82,6 +84,9 @@ class RunDir:
 
     def __init__(self, out_dir, header):
         self.final = Path(out_dir)
+        if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
+            raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
+                                  "will not replace it; choose another --out" % self.final)
         self.path = self.final.with_name(self.final.name + ".partial")
         if self.path.exists():   # the leftovers of a run killed outright
             shutil.rmtree(self.path)

@@ -112,3 +112,13 @@ def test_error_after_the_loop_leaves_aborted_summary_and_all_rows(tmp_path, monk
     assert summary["status"] == "aborted" and summary["reason"] == "RuntimeError: boom", summary
     assert len(data["t"]) == 0.5 * 120 + 1 and data["t"][-1] == 0.5
     assert "RuntimeError: boom" in (out / "run.log").read_text()
+
+
+def test_a_directory_that_is_not_a_run_is_not_replaced(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    p = scenario(tmp_path, "short", "[simulation]\nduration = 0.1\n")
+    assert main(["run", str(p), "--out", str(out), "--quiet", "--no-plots"]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    assert [f.name for f in out.iterdir()] == ["notes.txt"] and not (tmp_path / "mine.partial").exists()
