@@ -15,16 +15,19 @@ The integral pairs the error r(k) with the signal s(k-1) the force was computed 
 
 The force of tick k-1 is held until tick k (a sampled-data loop), so r(k) is the error
 that force left behind: this is the discrete-time adaptive law's pairing (error now,
-regressor of the previous step; Goodwin & Sin's projection algorithm). The trapezoid rule
-of (6.209), dt/2 (r(k) s(k) + r(k-1) s(k-1)), pairs each error with its own tick's
-signal. For a tick-to-tick oscillation of the velocity error (amplitude A) that raises
-Kv by about dt * beta * wv * A^2 every tick whatever its cause, so once the velocity gain
-passes the sampled-data limit (dt * Kv / m > 2 for a held force on a mass m) the
-adaptation feeds the oscillation and the run diverges; a light end effector (the
-reference arm without its payload: about 1 kg along its worst task direction) reaches
-that limit at 120 Hz with the Kv the start transient winds up (~600 N s/m). Paired with
-s(k-1), the same oscillation lowers Kv by as much: Kv falls back below the limit.
-For signals slow against the tick both rules agree to O(dt).
+regressor of the previous step). For signals slow against the tick it agrees with the
+trapezoid rule of (6.209), dt/2 (r(k) s(k) + r(k-1) s(k-1)), to O(dt).
+
+Why not the trapezoid (measured on the reference arm, docs/design.md §4): a force held
+for a period T is stable only while T * lambda_max(Kv J M^-1 J^T) < 2. The straight,
+near-singular start winds Kv_x up to 603 N s/m with the trapezoid (359 with this
+pairing), and Kv then stays nearly constant. Without a payload the tool point is light
+(about 3 kg along x at the first knot, 14 kg with the 10 kg payload), so with Kv = 603
+that figure reaches 2.11 by t = 10 s: a tick-to-tick oscillation grows ~8 % a tick and
+the run diverged at 9.93 s; with Kv = 359 it peaks at 1.80. Under a sustained tick-to-tick
+oscillation the trapezoid raises Kv while this pairing lowers it, but too slowly to be
+what saves the run: the smaller wind-up is. The margin is finite (x4 integral gains
+diverge without a payload); docs/design.md §4 and experiments/ENVELOPE.md give the map.
 """
 # integral gain names in signal order 1, e, ed, x_d, xd_d, xdd_d
 U1_NAMES = ("delta", "alpha", "beta", "nu", "gamma", "lambda")
