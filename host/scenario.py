@@ -46,7 +46,7 @@ BEHAVIOURS = {
              "f_max": F("float", 500.0, 0.0)},
     "gravity": {"enabled": F("bool", None)},
     "brake": {"kq": F("float", 2000.0, 0.0), "kw": F("float", 40.0, 0.0)},
-    "safety": {"watchdog_cycles": F("int", 3, 1), "max_q_step": F("float", 0.5, 0.0),
+    "safety": {"watchdog_cycles": F("int", 3, 1), "watchdog_ms": F("int", 50, 1), "max_q_step": F("float", 0.5, 0.0),
                "qd_max": F("float", 50.0, 0.0), "stall_u": F("float", 0.0, 0.0),
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
                "readmit_cycles": F("int", 0, 0)},

@@ -41,8 +41,9 @@ def make_agents(sc, send):
 
 
 def run(loop, progress=None):
+    """Run `loop` with firmware agents in this process; -> loop.stats."""
     bus = LoopbackBus([], loop.gp.on_frame)
     bus.agents = make_agents(loop.sc, bus.send)
-    loop.agents = bus.agents
-    loop.bus = bus
-    return loop.run(lambda frames, k: bus.run(frames), progress)
+    stats = loop.run(lambda frames, k, deadline: bus.run(frames), progress)
+    bus.run([loop.gp.ping()])   # link health from STATUS, as from boards
+    return stats
