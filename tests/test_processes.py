@@ -3,7 +3,6 @@ Correctness comes from runs whose figures must equal the in-process run's exactl
 (lockstep, or a wall clock slow enough that every deadline is met on a busy machine);
 the schedule's rules are checked on a scripted clock. Full-rate timing: `make bench`."""
 import os
-import signal
 import time
 
 import numpy as np
@@ -107,24 +106,24 @@ def test_processes_are_cleaned_up_on_error():
 
 
 @needs("micropython")
-def test_processes_are_cleaned_up_on_interrupt(tmp_path):
-    """Ctrl-C (KeyboardInterrupt inside the run) ends the run as aborted, children reaped."""
-    sc = scenario(seconds=30.0)
+def test_processes_are_cleaned_up_on_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt inside the run, here from its 10th tick) ends the run as
+    aborted, children reaped."""
     seen = {}
-    real_run = processes.Cluster.start
+    real_start, real_run = processes.Cluster.start, ControlLoop.run
 
     def start(self):
-        real_run(self)
+        real_start(self)
         seen["pids"] = [p.pid for p in self.procs]
-        signal.setitimer(signal.ITIMER_REAL, 0.5)
 
-    old = signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
-    processes.Cluster.start = start
-    try:
-        s, _ = run_scenario(sc, tmp_path, mode="processes", quiet=True, make_plots=False, bus="can")
-    finally:
-        processes.Cluster.start = real_run
-        signal.signal(signal.SIGALRM, old)
+    def interrupt(t, total):
+        if t >= 0.08:
+            raise KeyboardInterrupt()
+
+    monkeypatch.setattr(processes.Cluster, "start", start)
+    monkeypatch.setattr(ControlLoop, "run", lambda self, exchange, progress=None, schedule=None:
+                        real_run(self, exchange, interrupt, schedule))
+    s, _ = run_scenario(scenario(seconds=30.0), tmp_path, mode="processes", quiet=True, make_plots=False, bus="can")
     assert s["status"] == "aborted" and "interrupt" in s["reason"]
     deadline = time.monotonic() + 10
     while _alive(seen["pids"]) and time.monotonic() < deadline:
