@@ -5,9 +5,13 @@ import array
 
 import micropython
 
-from bus_protocol.messages import _CRC_TABLE
+_T = array.array("H")   # the CRC table, given by messages.py (use_table)
 
-_T = array.array("H", _CRC_TABLE)
+
+def use_table(table):
+    """The table crc16_viper reads (messages._CRC_TABLE); -> crc16_viper."""
+    _T.extend(table)
+    return crc16_viper
 
 
 @micropython.viper

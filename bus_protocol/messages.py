@@ -126,7 +126,8 @@ def crc16_table(data, n=None):
 _crc_native = None
 if _crc_hqx is None:
     try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
-        from bus_protocol.crc_native import crc16_viper as _crc_native
+        from bus_protocol import crc_native
+        _crc_native = crc_native.use_table(_CRC_TABLE)
     except Exception:
         _crc_native = None
 

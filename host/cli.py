@@ -28,8 +28,8 @@ def cmd_experiments(a):
 
 
 def cmd_convert(a):
-    from host import thesis_format
-    out = thesis_format.convert(a.directory, a.output)
+    from host.scenario import convert_thesis
+    out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
     return 0
