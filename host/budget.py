@@ -14,9 +14,15 @@ Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 `host_us`. DESIGN 6: the whole chain must fit inside one control period."""
 import heapq
 import math
+import subprocess
+from pathlib import Path
 
 from bus_protocol import medium
 from bus_protocol import messages as m
+from host.flash import mpremote, soft_reset_to_main
+from host.runners.children import micropython_path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Per-hop compute measured with benchmarks/mp_node_cycle.py on the MicroPython unix port
 # (development machine, x64), plus wake_us: the OS waking the next process (desktop
@@ -221,19 +227,14 @@ def measure_compute(micropython=None, port=None):
     """Per-hop compute (us) of a ChainNode + LinkAgent: benchmarks/mp_node_cycle.py
     under the MicroPython unix port, or on the board at `port` (flashed with `linkteam
     flash`, so its firmware/ and bus_protocol/ are the ones measured) through mpremote."""
-    import subprocess
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    bench = str(root / "benchmarks" / "mp_node_cycle.py")
+    bench = str(ROOT / "benchmarks" / "mp_node_cycle.py")
     if port is not None:
-        from host.flash import mpremote, soft_reset_to_main
         try:
             return hop_lines(mpremote(port, "run", bench, timeout=300))
         finally:
             soft_reset_to_main(port)   # back to its link agent (boot main.py)
-    from host.runners.children import micropython_path
     r = subprocess.run([micropython or micropython_path(), bench], capture_output=True, text=True,
-                       cwd=str(root), timeout=120)
+                       cwd=str(ROOT), timeout=120)
     return hop_lines(r.stdout)
 
 
