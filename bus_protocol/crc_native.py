@@ -5,12 +5,14 @@ import array
 
 import micropython
 
-_T = array.array("H")   # the CRC table, given by messages.py (use_table)
+_T = None   # the CRC table as an array('H'), given by messages.py (use_table)
 
 
 def use_table(table):
-    """The table crc16_viper reads (messages._CRC_TABLE); -> crc16_viper."""
-    _T.extend(table)
+    """The table crc16_viper reads (messages._CRC_TABLE, kept as it is when already an
+    array('H')); -> crc16_viper."""
+    global _T
+    _T = table if type(table) is array.array else array.array("H", table)
     return crc16_viper
 
 
