@@ -14,16 +14,13 @@ UART_BITS_PER_BYTE = const(10)   # start bit, 8 data bits, stop bit
 UART_FRAME_EXTRA = const(2)      # COBS code byte + 0x00 delimiter per frame (frames < 254 bytes)
 
 
-def accepts(addr, dst):
-    """Node `addr` (0 = host, 1..N = links) takes a frame addressed to `dst`: its own
-    address or BROADCAST (a CAN acceptance filter; a chain node's "mine")."""
-    return dst == addr or dst == m.BROADCAST
-
-
 def receivers(dst, src, n):
-    """Addresses that take a frame from `src` to `dst` on a shared medium of the host and
-    N links (CAN, its UDP emulation, the in-process loopback): the addressee, or every
-    node but the sender for BROADCAST."""
+    """Addresses (0 = host, 1..N = links) that take a frame from `src` to `dst` on a
+    shared medium of the host and N links (CAN, its UDP emulation, the in-process
+    loopback): the addressee, or every node but the sender for BROADCAST. A node itself
+    takes a frame when dst is its address or BROADCAST; the firmware's per-frame paths
+    (ChainNode._pump, LinkAgent.receive) test that inline: a call costs ~700
+    instructions on a Cortex-M4F."""
     if dst == m.BROADCAST:
         return [a for a in range(n + 1) if a != src]
     return [dst] if dst <= n and dst != src else []

@@ -2,7 +2,6 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from bus_protocol.medium import accepts
 from firmware import behaviours, global_proxy, kinematic_bus, safety
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
@@ -112,7 +111,7 @@ class LinkAgent:
         if msg is None:
             return
         mtype, src, dst, seq, v = msg
-        if not accepts(self.link, dst):
+X
             return
         if mtype == m.SYNC:
             self.on_sync(v[0])

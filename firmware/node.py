@@ -5,7 +5,6 @@
 #   frame port (CAN, CAN-FD): send(frame) ;      recv() -> frame bytes or None (non-blocking)
 from bus_protocol import framing
 from bus_protocol import messages as m
-from bus_protocol.medium import accepts
 
 
 _MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
@@ -132,7 +131,7 @@ class ChainNode:
                     if dst != link:
                         self.forwarded += 1
                         self._route(dst, data[i:j + 1], port)
-                    if accepts(link, dst):
+                    if dst == link or dst == m.BROADCAST:
                         mine = self._mine
                         buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
                         nf = framing.cobs_decode_into(data, i, j, buf)
