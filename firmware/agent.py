@@ -111,7 +111,7 @@ class LinkAgent:
         if msg is None:
             return
         mtype, src, dst, seq, v = msg
-X
+        if dst != self.link and dst != m.BROADCAST:
             return
         if mtype == m.SYNC:
             self.on_sync(v[0])
