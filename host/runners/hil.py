@@ -55,11 +55,14 @@ def wait_for_links(transport, n, timeout=15.0):
     raise Aborted("links %s did not answer a ping on the bus" % sorted(set(range(1, n + 1)) - set(found)))
 
 
-# --real-plant: what the summary's figures are taken from
-REAL_PLANT_FIGURES = {
-    "nodes, bus_cycle_ms, goal_sent_ms, missed_cycles, late_cycles": "the boards and the bus",
-    "e_rms_m, phi_rms_rad, q_rms_rad, e_max_m, collisions, timeseries": (
-        "the host's plant model driven by the boards' torques, not the real arm's encoders"),
+# what the summary's figures are taken from (summary.json figures_from)
+BOARD_FIGURES = "nodes, bus_cycle_ms, goal_sent_ms, missed_cycles, late_cycles"
+PLANT_FIGURES = "e_rms_m, phi_rms_rad, q_rms_rad, e_max_m, collisions, timeseries"
+FIGURES_FROM = {
+    False: {BOARD_FIGURES: "the boards and the bus",
+            PLANT_FIGURES: "the host's simulated plant, fed the boards' torques; the boards read it (JOINT_STATE)"},
+    True: {BOARD_FIGURES: "the boards and the bus",
+           PLANT_FIGURES: "the host's plant model driven by the boards' torques, not the real arm's encoders"},
 }
 
 
@@ -83,7 +86,7 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
         tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
-            stats.figures_from = REAL_PLANT_FIGURES
+        stats.figures_from = FIGURES_FROM[bool(real_plant)]
         exchange = wallclock.make_exchange(loop.gp, stats, tr)
         if lockstep:
             loop.run(exchange, progress)
