@@ -1,11 +1,11 @@
 # The node safety state machine (docs/design.md §5 "Fail-safe brake", thesis 7.271-7.273):
 # watchdogs and plausibility checks latch fault codes; each fault puts the agent into its
 # configured reaction (hold, damp, brake); COMMAND RELEASE clears them. States, fault bits
-# and names are bus_protocol/safety_codes.py, shared with the host.
-from bus_protocol.safety_codes import (  # noqa: F401  (re-exported for the agent and tests)
+# and names are bus_protocol/states.py, shared with the host.
+from bus_protocol.states import (  # noqa: F401  (re-exported for the agent and tests)
     BRAKED, DAMP, DEFAULT_REACTIONS, F_BUS_LOST, F_COMMAND, F_CONFIG, F_GOAL_STALE, F_INTERNAL,
     F_KIN_STALE, F_MOTOR, F_NAN, F_NEIGHBOUR_DISAGREES, F_NEIGHBOUR_SILENT, F_OVER_TORQUE, F_SENSOR,
-    FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_bit, fault_names,
+    FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_names,
     is_fault_state, stronger)
 
 BIG = 1e30   # |x| below this and not NaN: a usable number (comparing allocates nothing;

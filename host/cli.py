@@ -28,8 +28,8 @@ def cmd_experiments(a):
 
 
 def cmd_convert(a):
-    from host import thesis_format
-    out = thesis_format.convert(a.directory, a.output)
+    from host.scenario import convert_thesis
+    out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
     return 0
@@ -47,6 +47,11 @@ def cmd_faults(a):
     results = faults.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
     print("wrote faults/REPORT.md (%d runs)" % len(results))
     return 0 if all(s.get("status") == "ok" for _, s in results) else 3
+
+
+def cmd_envelope(a):
+    from host import envelope
+    return envelope.main(a)
 
 
 def _add_thesis_commands(sub):
@@ -113,6 +118,7 @@ def cmd_config(a):
 
 
 def cmd_scan(a):
+    from bus_protocol import states
     from host.runners.hil import open_ports, scan
     tr = open_ports(a.ports, a.max_links)
     try:
@@ -120,7 +126,8 @@ def cmd_scan(a):
     finally:
         tr.close()
     for link, v in sorted(found.items()):
-        print("link %2d  state %d  faults 0x%04x  bad_frames %d  cycle_us %d" % (link, v[1], v[2], v[3], v[4]))
+        print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
+            link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
         print("no nodes answered")
     return 0 if found else 1
@@ -188,6 +195,14 @@ def main(argv=None):
     fl.add_argument("--wall-clock", action="store_true", help="processes mode on the wall clock (default lockstep)")
     fl.add_argument("--jobs", type=int, default=2, help="parallel runs (default 2)")
     fl.set_defaults(fn=cmd_faults)
+
+    n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
+                       "start pose) -> experiments/ENVELOPE.md and a heat map")
+    n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")
+    n.add_argument("--duration", type=float, help="simulated seconds per cell (default: the scenario's 40 s)")
+    n.add_argument("--out", help="output directory (default experiments/)")
+    n.add_argument("--quiet", action="store_true", help="no progress bar")
+    n.set_defaults(fn=cmd_envelope)
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
@@ -241,6 +256,9 @@ def main(argv=None):
         return a.fn(a)
     except ScenarioError as e:
         sys.stderr.write("linkteam: scenario error: %s\n" % e)
+        return 2
+    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
+        sys.stderr.write("linkteam: %s\n" % e)
         return 2
 
 

@@ -6,7 +6,7 @@ collects the torques. Runners only move the bytes this produces and consumes."""
 import numpy as np
 
 from bus_protocol import messages as m
-from bus_protocol.safety_codes import F_NEIGHBOUR_DISAGREES, RUN
+from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 
@@ -31,7 +31,7 @@ class GoalProcess:
         self.states = np.zeros(self.n, dtype=int)
         self.got = np.zeros(self.n, dtype=bool)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
-        self.status = {}
+        self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
         self.closed = False
         self.late_asserts = 0
@@ -73,6 +73,11 @@ class GoalProcess:
         out, self.pending = self.pending, []
         return out + [self.frame(m.SYNC, m.BROADCAST, (tick,)),
                       self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+
+    def ping(self):
+        """PING to every node: each answers STATUS (after the last tick: link health)."""
+        self.status = {}
+        return self.frame(m.COMMAND, m.BROADCAST, (m.CMD_PING, 0.0))
 
     @property
     def complete(self):

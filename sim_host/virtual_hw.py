@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from bus_protocol import messages as m
-from bus_protocol.safety_codes import BRAKED
+from bus_protocol.states import BRAKED
 
 
 class VirtualHardware:

@@ -5,7 +5,7 @@ Same lines under MicroPython and CPython; positions against numpy DH forward kin
 import numpy as np
 import pytest
 
-from bus_protocol import safety_codes as sc
+from bus_protocol import states as sc
 from tests import mp_neighbours as nb
 from tests.conftest import run_both
 from tests.dh_reference import fk

@@ -1,9 +1,9 @@
-"""The node safety state machine (firmware/safety.py, bus_protocol/safety_codes.py):
+"""The node safety state machine (firmware/safety.py, bus_protocol/states.py):
 latched faults with reasons, reactions, clear, config refusal, NaN/inf inputs; the same
 frames under MicroPython and CPython give the same lines."""
 import pytest
 
-from bus_protocol import safety_codes as sc
+from bus_protocol import states as sc
 from tests import mp_safety
 from tests.conftest import run_both
 

@@ -3,13 +3,14 @@ frame encoded and routed through bus_protocol by a loopback bus, synthetic clock
 import heapq
 from collections import deque
 
+from bus_protocol import medium
 from bus_protocol import messages as m
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 
 
 class LoopbackBus:
-    """Delivers frames in FIFO order by destination address (like a CAN acceptance filter).
+    """Delivers frames in FIFO order by destination address (bus_protocol.medium.receivers).
     With `overhear` = d, a KINEMATIC frame for link j also reaches links j+1..j+d (their
     filters take their proximal neighbours' packets: firmware/neighbours.py). When nothing
     is left to deliver, every agent hears that the bus went quiet (LinkAgent.on_quiet: its
@@ -26,21 +27,20 @@ class LoopbackBus:
     def send(self, buf, n=None):
         self.queue.append(bytes(buf[:n]) if n is not None else bytes(buf))
 
+    def receivers(self, f):
+        dst = f[2] if len(f) > 2 else m.HOST   # too short for an address: the host counts it bad
+        return medium.receivers(dst, f[1] if len(f) > 1 else None, len(self.agents),
+                                self.overhear if f[0] == m.KINEMATIC else 0)
+
     def deliver(self, f):
         self.frames += 1
-        dst = f[2] if len(f) > 2 else m.HOST
-        agents = self.agents
-        if dst == m.HOST:
-            return self.host(f)
-        if dst == m.BROADCAST:
-            for a in agents:
-                a.receive(f)
-        elif 1 <= dst <= len(agents):
-            agents[dst - 1].receive(f)
-            if self.overhear and f[0] == m.KINEMATIC:
-                for j in range(dst, min(dst + self.overhear, len(agents))):
-                    agents[j].receive(f)
-        return ()
+        out = []
+        for addr in self.receivers(f):
+            if addr == m.HOST:
+                out.extend(self.host(f))
+            else:
+                self.agents[addr - 1].receive(f)
+        return out
 
     def run(self, frames):
         q = self.queue
@@ -105,18 +105,13 @@ class FaultyBus(LoopbackBus):
 
     def deliver_at(self, t, f):
         self.now = t
-        dst = f[2] if len(f) > 2 else m.HOST
-        if dst == m.HOST:
-            for g in self.host(f):
-                self.post(g, m.HOST)
-            return
         self.frames += 1
-        targets = range(len(self.agents)) if dst == m.BROADCAST else (
-            [dst - 1] + ([j for j in range(dst, min(dst + self.overhear, len(self.agents)))]
-                         if f[0] == m.KINEMATIC else []) if 1 <= dst <= len(self.agents) else [])
-        for j in targets:
-            if j + 1 not in self.down:
-                self.agents[j].receive(f)
+        for addr in self.receivers(f):
+            if addr == m.HOST:
+                for g in self.host(f):
+                    self.post(g, m.HOST)
+            elif addr not in self.down:
+                self.agents[addr - 1].receive(f)
 
     def run(self, frames):
         self.now = 0.0
@@ -148,6 +143,7 @@ def make_agents(sc, send):
 
 
 def run(loop, progress=None):
+    """Run `loop` with firmware agents in this process; -> loop.stats."""
     sc = loop.sc
     depth = max([len(c.get("neighbours", {}).get("dh", ())) for c in sc.agent_configs] + [0])
     if loop.faults:
@@ -155,17 +151,18 @@ def run(loop, progress=None):
                         lambda i, port: LinkAgent(sc.agent_configs[i], SimHAL(port)))
         bus.agents = [LinkAgent(cfg, SimHAL(FaultyBus._Port(bus, i + 1))) for i, cfg in enumerate(sc.agent_configs)]
 
-        def exchange(frames, k):
+        def exchange(frames, k, deadline):
             bus.tick(loop.t)
             bus.run(frames)
     else:
         bus = LoopbackBus([], loop.gp.on_frame)
         bus.agents = make_agents(sc, bus.send)
 
-        def exchange(frames, k):
+        def exchange(frames, k, deadline):
             bus.run(frames)
     bus.overhear = depth
     bus.quiet = depth > 0
-    loop.agents = bus.agents
     loop.bus = bus
-    return loop.run(exchange, progress)
+    stats = loop.run(exchange, progress)
+    bus.run([loop.gp.ping()])   # link health from STATUS, as from boards
+    return stats

@@ -1,5 +1,7 @@
-# Agent safety states and fault codes: the one table that firmware, host and reports use
-# (STATUS.state, TORQUE.state, STATUS.faults; SPEC.md §4). Runs under CPython and MicroPython.
+# Agent states and fault codes as STATUS and TORQUE carry them (SPEC.md 0x06, 0x07), with
+# their names and default reactions: the one table firmware, host and plant read
+# (docs/design.md §5 "Fail-safe brake", 7.271-7.273). A new state or fault goes here, with
+# its name. Runs under CPython and MicroPython.
 #
 # A fault latches (its bit stays set in STATUS.faults until COMMAND CLEAR or RESET) and
 # puts the agent into the fault's reaction, the strongest of the latched ones winning:
@@ -56,16 +58,13 @@ DEFAULT_REACTIONS = {"command": "brake", "bus_lost": "brake", "goal_stale": "bra
                      "config_invalid": "brake", "nan_input": "brake", "internal_error": "brake"}
 
 
+def state_name(state):
+    return STATE_NAMES.get(state, "state %d" % state)
+
+
 def fault_names(bits):
     """The names of the bits set in a STATUS.faults value, lowest bit first."""
     return [FAULT_NAMES[b] for b in sorted(FAULT_NAMES) if bits & b]
-
-
-def fault_bit(name):
-    for b in FAULT_NAMES:
-        if FAULT_NAMES[b] == name:
-            return b
-    raise ValueError("unknown fault %r" % (name,))
 
 
 def stronger(a, b):
