@@ -62,7 +62,7 @@ def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, faul
     rep = [r for r in s["faults"]["reports"] if "neighbour_disagrees" in r["text"]]
     assert rep[0]["link"] == 5 and "link 4" in rep[0]["text"]
     assert rep[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
-    assert s["agents"][3]["state"] == 2               # braked by the host
+    assert s["nodes"][3]["state"] == "braked"         # by the host (its last STATUS)
     assert np.ptp(d["q"][d["t"] > T_FAULT + 0.05, 3]) < 2e-3
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
 
