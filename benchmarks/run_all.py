@@ -87,7 +87,7 @@ def fuzz():
     CPython and 10^5 under MicroPython: no exception escapes, every bad frame is counted
     (the scripts check good + bad and the error kinds), the agent writes no NaN torque."""
     import subprocess
-    from host.runners.processes import micropython_path
+    from host.runners.children import micropython_path
     print("Fuzz (random + mutated frames; a failure raises inside the script)")
     for interp, n in ((sys.executable, 1000000), (micropython_path(), 100000)):
         for script in ("tests/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py"):

@@ -168,7 +168,7 @@ def write_report(path, results, lockstep, walls=()):
 def cost_table():
     """The cost of fault tolerance (Hamilton et al.'s Table 1 for one link agent), measured
     now under the MicroPython unix port by benchmarks/mp_fault_cost.py."""
-    from host.runners.processes import micropython_path
+    from host.runners.children import micropython_path
     r = subprocess.run([micropython_path(), str(ROOT / "benchmarks" / "mp_fault_cost.py")],
                        capture_output=True, text=True, cwd=str(ROOT))
     rows = [line.split() for line in r.stdout.splitlines() if line.startswith("COST")]
