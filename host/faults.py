@@ -175,8 +175,9 @@ def cost_table():
     base = float(rows[0][-5]) if rows else 0.0
     out = ["## Cost of fault tolerance (one agent per control cycle)", "",
            "Measured by `micropython benchmarks/mp_fault_cost.py` (the unix port on this machine;",
-           "median of 398 cycles): the agent's compute for every frame it takes in one cycle (joint",
-           "state, SYNC, its K_{i-1}, the packets it overhears, the goal; framing not included) and",
+           "the lowest of 5 medians of 398 cycles): the agent's compute for every frame it takes in",
+           "one cycle (joint state, SYNC, its K_{i-1}, the packets it overhears, the goal; framing",
+           "not included) and",
            "those frames' logical bytes. On CAN an overheard packet is the same frame on the medium:",
            "the bus carries no more bytes; a node takes one more frame per depth through its filter.",
            "On a UART chain or ring a node passes each K frame on to its overhearing neighbours: with",
