@@ -10,6 +10,7 @@ import numpy as np
 
 from host import logs, metrics, plots
 from host.runners.base import ControlLoop
+from host.scenario import ScenarioError
 
 
 def vm_steal_ms():
@@ -28,7 +29,13 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     loop = ControlLoop(sc, mode)
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
-    if mode == "inprocess":
+    if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
+        if mode != "inprocess":
+            raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
+                                "the agents), not in %s mode" % (sc.controller["kind"], mode))
+        from host import centralised
+        centralised.run(loop, progress)
+    elif mode == "inprocess":
         from host.runners import inprocess
         inprocess.run(loop, progress)
     elif mode == "hil":
@@ -42,7 +49,7 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     arr = loop.rec.arrays() if len(loop.rec) else {}
     q_c = np.array([0.5 * (L["q_low"] + L["q_high"]) for L in sc.links])
     summary = {
-        "scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
+        "scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode, "controller": sc.controller["kind"],
         "clock": loop.clock, "control_rate_hz": sc.control_rate_hz,
         "sim_seconds": float(arr["t"][-1]) if arr else 0.0,
         "wall_seconds": loop.wall_seconds,
