@@ -1,6 +1,6 @@
-"""`linkteam experiments`: every thesis experiment (DESIGN 10, except the centralised
-RMAC row) as a scenario under scenarios/thesis/, run in parallel processes, reported in
-experiments/REPORT.md beside the thesis's figures with plots.
+"""`linkteam experiments`: every thesis experiment (DESIGN 10, with the centralised
+baselines of Table 8.19) as a scenario under scenarios/thesis/, run in parallel processes,
+reported in experiments/REPORT.md beside the thesis's figures with plots.
 
     linkteam experiments [--only NAME ...] [--jobs N] [--out DIR]
 """
@@ -35,7 +35,19 @@ ROWS = [
     ("avoidance", "avoidance.toml", 2.537e-3, 5.475e-3, 9.904, "Table 7.18"),
     ("combined", "combined.toml", 4.679e-3, 7.626e-3, 2.239, "Table 7.18"),
     ("combined-half", "combined-half.toml", 3.999e-3, 8.046e-3, 2.292, "Table 7.18"),
+    ("joint-limits", "joint-limits.toml", None, None, None, "7.4.2 (figs 7.47-7.48, no figure)"),
+    ("weight-2", "weight-2.toml", None, None, None, "7.7 (thesis: unstable)"),
+    ("rmac-nullspace", "rmac-nullspace.toml", 1.257e-2, 1.109e-2, 1.908, "Table 8.19 (RMAC, null space)"),
+    ("rmac", "rmac.toml", 5.612e-2, 7.756e-2, 1.942, "Table 8.19 (RMAC, no task assignment)"),
+    ("computed-torque", "computed-torque.toml", None, None, None, "Hamilton et al. eq. 2 (no thesis figure)"),
 ]
+# rows the thesis reports unstable: an aborted run is their expected result
+UNSTABLE = {"weight-2"}
+# Table 8.19: strategy, our row, thesis e_rms, phi_rms, q_rms
+TABLE_8_19 = [("RMAC with task assignment (null space)", "rmac-nullspace", 1.257e-2, 1.109e-2, 1.908),
+              ("RMAC without task assignment", "rmac", 5.612e-2, 7.756e-2, 1.942),
+              ("Multiagent control", "centering-100", 5.963e-3, 1.424e-2, 2.700),
+              ("Computed torque (Hamilton eq. 2, IK null space)", "computed-torque", None, None, None)]
 NAMES = [r[0] for r in ROWS]
 
 # (figure file, run, kind, caption) for the report
@@ -145,7 +157,24 @@ def table(results):
             name, name, where, _fmt(e), _fmt(e_t), _ratio(e, e_t), _fmt(s.get("e_rms_after_2s_m")),
             _fmt(p), _fmt(p_t), _ratio(p, p_t),
             _fmt(q, "%.3f"), _fmt(q_t, "%.3f"), s.get("collisions", ""),
-            s.get("status", "") + ((": " + s["reason"]) if s.get("reason") else "")))
+            s.get("status", "") + ((": " + s["reason"]) if s.get("reason") else "")
+            + (" (as the thesis reports)" if name in UNSTABLE and s.get("status") != "ok" else "")))
+    return "\n".join(lines)
+
+
+def table_8_19(results):
+    """Table 8.19 beside ours, and e_rms relative to the multiagent row (thesis and ours)."""
+    ma = results.get("centering-100", {}).get("e_rms_m")
+    lines = ["## Table 8.19: multiagent against centralised control (the centering-100 task)", "",
+             "| strategy | e_rms ours (m) | e_rms thesis (m) | phi_rms ours | phi_rms thesis | q_rms ours "
+             "| q_rms thesis | e_rms / multiagent, ours | e_rms / multiagent, thesis |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, name, e_t, p_t, q_t in TABLE_8_19:
+        s = results.get(name, {})
+        e = s.get("e_rms_m")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, _fmt(e), _fmt(e_t), _fmt(s.get("phi_rms_rad")), _fmt(p_t), _fmt(s.get("q_rms_rad"), "%.3f"),
+            _fmt(q_t, "%.3f"), _ratio(e, ma), _ratio(e_t, 5.963e-3)))
     return "\n".join(lines)
 
 
@@ -165,7 +194,7 @@ def write_report(out, results):
              "DESIGN.md section 10 (Monckton 1997, Tables 6.9-7.18). Ratio = ours / thesis (below 1: we are better). "
              "Run directories (summary.json, timeseries.npz, plots) are under `experiments/runs/`; "
              "`linkteam animate experiments/runs/NAME` draws any of them as a GIF." % time.strftime("%Y-%m-%d %H:%M"),
-             "", table(results), ""]
+             "", table(results), "", table_8_19(results), ""]
     if notes_path.exists():
         lines += [notes_path.read_text().rstrip(), ""]
     lines += ["## Figures", ""]
@@ -221,5 +250,5 @@ def main(args):
         return 2
     print(table(results))
     print("report:", report)
-    bad = [n for n, s in results.items() if s.get("status") != "ok"]
+    bad = [n for n, s in results.items() if s.get("status") != "ok" and n not in UNSTABLE]
     return 0 if not bad else 3
