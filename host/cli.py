@@ -23,6 +23,9 @@ def cmd_run(a):
 
 # ---- thesis experiments, thesis scenario format, animation (issue 4) ----------------
 def cmd_experiments(a):
+    if a.gains or a.timing:
+        from host import gains, timing
+        return (gains if a.gains else timing).main(a)
     from host import experiments
     return experiments.main(a)
 
@@ -49,6 +52,10 @@ def _add_thesis_commands(sub):
     e.add_argument("--jobs", type=int, default=2, help="parallel processes (default 2)")
     e.add_argument("--out", help="output directory (default experiments/)")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.add_argument("--gains", action="store_true", help="instead: the RMDAC gain (Appendix D), control-rate and "
+                   "arbitration-weight sweeps -> experiments/GAINS.md (at most 2 processes)")
+    e.add_argument("--timing", action="store_true", help="instead: compute per link per cycle for 5-20 links, "
+                   "in-process and in MicroPython processes (Table 6.10's dT_N) -> experiments/TIMING.md")
     e.set_defaults(fn=cmd_experiments)
     c = sub.add_parser("convert", help="convert a thesis NAME.scenario directory (Appendix C) to TOML")
     c.add_argument("directory")
