@@ -133,6 +133,16 @@ def _late_rms(run_dir, t_from=2.0):
     return float(np.sqrt(np.mean(np.sum((d["p_d"][keep] - d["p"][keep]) ** 2, axis=1))))
 
 
+def write_with_notes(out, name, lines):
+    """Write out/NAME.md from `lines`, with the hand-written out/NAME-NOTES.md appended."""
+    notes = Path(out) / ("%s-NOTES.md" % name)
+    if notes.exists():
+        lines = lines + [notes.read_text().rstrip(), ""]
+    report = Path(out) / ("%s.md" % name)
+    report.write_text("\n".join(lines))
+    return report
+
+
 def _fmt(x, spec="%.3e"):
     return "" if x is None else spec % x
 

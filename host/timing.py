@@ -16,7 +16,7 @@ compute and not waiting):
 import time
 from pathlib import Path
 
-from host.experiments import ROOT, SCEN
+from host.experiments import ROOT, SCEN, write_with_notes
 
 LINKS = (5, 10, 15, 20)
 THESIS_DT_MS = {5: 2.4, 10: 2.2, 15: 2.5, 20: 2.7}
@@ -102,12 +102,7 @@ def write_report(out, rows, duration):
               "CAN-FD x%.2f (thesis dT_N x%.2f)." % (
                   first[0], last[0], last[1][0] / first[1][0], last[2][0] / first[2][0], last[3][0] / first[3][0],
                   THESIS_DT_MS[last[0]] / THESIS_DT_MS[first[0]]), ""]
-    notes = out / "TIMING-NOTES.md"
-    if notes.exists():
-        lines += [notes.read_text().rstrip(), ""]
-    report = out / "TIMING.md"
-    report.write_text("\n".join(lines))
-    return report
+    return write_with_notes(out, "TIMING", lines)
 
 
 def main(args):
