@@ -87,12 +87,11 @@ class Centralised(GoalProcess):
         """Damped least-squares inverse J^T (J J^T + lambda^2 I)^-1."""
         return J.T @ np.linalg.inv(J @ J.T + self.lam ** 2 * np.eye(J.shape[0]))
 
-    def _reference(self, d):
-        """Desired task position, velocity and acceleration (RMDAC's coordinates)."""
+    def _rates(self, d):
+        """Desired task velocity and acceleration (RMDAC's coordinates)."""
         if self.planar:
-            return (np.array([d.p[0], d.p[1], d.angle]), np.array([d.v[0], d.v[1], d.w[2]]),
-                    np.array([d.a[0], d.a[1], d.wd[2]]))
-        return np.r_[d.p, np.zeros(3)], np.r_[d.v, d.w], np.r_[d.a, d.wd]
+            return np.array([d.v[0], d.v[1], d.w[2]]), np.array([d.a[0], d.a[1], d.wd[2]])
+        return np.r_[d.v, d.w], np.r_[d.a, d.wd]
 
     def _error(self, d, p, quat):
         e_rot = tr.orientation_error(d, quat, self.planar)
@@ -118,7 +117,7 @@ class Centralised(GoalProcess):
         if self.traj is None:   # the trajectory starts where the arm is, as RMDAC's does
             self.traj = tr.Trajectory(self.sc.knots, p, quat, self.planar)
         des = self.traj.sample(t)
-        x_d, xd_d, xdd_d = self._reference(des)
+        xd_d, xdd_d = self._rates(des)
         M = np.zeros((self.model.nv, self.model.nv))
         mujoco.mj_fullM(self.model, d, M)
         nle = d.qfrc_bias - d.qfrc_passive      # C qd + g, and the joints' damping
@@ -127,8 +126,8 @@ class Centralised(GoalProcess):
         Jp = self._pinv(J)
         u_local = self._local_goals(q, qd)
         if self.kind == "computed-torque":
-            cmd, qdd_ref = self._inverse_kinematics(q, des, x_d, xd_d)
-            u_track = M @ (qdd_ref + self.kv * (self.qd_d - qd) + self.kp * (self.q_d - q)) + nle
+            cmd, qdd_ref = self._inverse_kinematics(q, des, xd_d)
+            u_track = M @ (qdd_ref + self.kv * (self.qd_d - qd) + self.kp * (self.q_d - q)) + nle   # Hamilton (2)
             u_local = np.zeros_like(u_local)     # the local goals are in q_d already
         else:
             cmd = xdd_d + self.kv * ed + self.kp * e
@@ -148,7 +147,7 @@ class Centralised(GoalProcess):
         self.n_got = self.n
         return []
 
-    def _inverse_kinematics(self, q, des, x_d, xd_d):
+    def _inverse_kinematics(self, q, des, xd_d):
         """Resolved-rate IK on a kinematic copy of the arm: advance q_d by one control
         period; return the task command and the reference acceleration qdd_d."""
         dt = 1.0 / self.sc.control_rate_hz

@@ -185,8 +185,8 @@ def write_report(out, results):
                                                _status(results, name)))
     stable = [w for w in WEIGHTS if results.get("weight-%g" % w, {}).get("status") == "ok"]
     unstable = [w for w in WEIGHTS if w not in stable]
-    lines += ["", "Stable up to weight %s; unstable from %s." % (
-        _fmt(max(stable) if stable else None, "%g") or "none", _fmt(min(unstable) if unstable else None, "%g") or "none"), ""]
+    edge = (max(stable) if stable else None, min(unstable) if unstable else None)
+    lines += ["", "Stable up to weight %s; unstable from %s." % tuple(_fmt(w, "%g") or "none" for w in edge), ""]
     lines += ["## Table 8.19: RMAC's task-space gain", "",
               "The thesis gives no RMAC gains. Our rows use kp 100, kv 20; here kp sweeps with kv = 2 sqrt(kp) "
               "(critically damped) on the centering-100 task. Thesis: with null space 1.257e-2 m, without "
@@ -195,9 +195,9 @@ def write_report(out, results):
               "|---|---|---|---|---|"]
     for kp in RMAC_KP:
         a, b = results.get("rmac-kp%g" % kp, {}), results.get("rmac-nullspace-kp%g" % kp, {})
-        lines.append("| %g | %s | %s | %s | %s |" % (kp, _fmt(_e(results, "rmac-kp%g" % kp)), _fmt(a.get("q_rms_rad"), "%.3f"),
-                                                   _fmt(_e(results, "rmac-nullspace-kp%g" % kp)),
-                                                   _fmt(b.get("q_rms_rad"), "%.3f")))
+        lines.append("| %g | %s | %s | %s | %s |" % (
+            kp, _fmt(_e(results, "rmac-kp%g" % kp)), _fmt(a.get("q_rms_rad"), "%.3f"),
+            _fmt(_e(results, "rmac-nullspace-kp%g" % kp)), _fmt(b.get("q_rms_rad"), "%.3f")))
     lines.append("")
     return write_with_notes(out, "GAINS", lines)
 
