@@ -4,6 +4,7 @@ Table 8.19 scenarios against the thesis's figures."""
 import math
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -40,7 +41,6 @@ def test_mass_matrix_and_bias_of_a_two_link_arm_match_the_textbook():
     c = Centralised(sc, plant)
     d = c._at(q, qd)
     M = np.zeros((2, 2))
-    import mujoco
     mujoco.mj_fullM(c.model, d, M)
     c2, s2 = math.cos(q[1]), math.sin(q[1])
     m11 = 2 * izz + m * lc ** 2 + m * (l ** 2 + lc ** 2 + 2 * l * lc * c2)
@@ -80,6 +80,21 @@ def test_computed_torque_follows_its_ik_reference(tmp_path):
     s, _ = run_scenario(sc, tmp_path / "c", quiet=True, make_plots=False)
     assert s["status"] == "ok", s
     assert s["e_max_m"] < 0.375 / 10.0, s
+
+
+def test_computed_torque_cancels_the_dynamics_exactly():
+    # Hamilton eq. 2 with the exact model: MuJoCo's forward dynamics of the commanded torque
+    # (damping and Coriolis included) give exactly qdd_d + KD (qd_d - qd) + KP (q_d - q)
+    q, qd = np.array([0.6, -0.9, 0.8]), np.array([0.5, -1.2, 0.9])
+    sc = _arm(3, q, controller={"kind": "computed-torque", "kp": 49.0, "kv": 14.0}, rate=120.0)
+    plant = Plant(sc.arm)
+    plant.reset(q, qd)
+    c = Centralised(sc, plant)
+    c.begin(0, 0.0)   # first tick: q_d starts at q with qd_d = 0, so qdd_d = qd_d(new) / period
+    want = c.qd_d * 120.0 + 14.0 * (c.qd_d - qd) + 49.0 * (c.q_d - q)
+    plant.set_torques(c.torques)
+    mujoco.mj_forward(plant.model, plant.data)
+    assert np.abs(want).max() > 1.0 and np.allclose(plant.data.qacc, want, rtol=1e-8, atol=1e-8)
 
 
 # the thesis's Table 8.19 (e_rms m, phi_rms rad, q_rms) and computed torque; short runs must
