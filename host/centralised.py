@@ -19,7 +19,7 @@ whole arm's model on the host, for comparison with the multiagent controller.
 
 The model is the plant's own MuJoCo model (mj_fullM, qfrc_bias, mj_jacSite, mj_jacDot),
 so D, C, g and the joint damping (qfrc_passive) are exact: this is the "accurate model"
-case the thesis grants RMAC. J# is the damped least-squares inverse
+case the thesis grants RMAC (`model_payload = false` leaves the payload out of it). J# is the damped least-squares inverse
 J^T (J J^T + lambda^2 I)^-1: the arm starts straight, where the x row of J vanishes.
 Task coordinates are those of RMDAC (planar: x, y, rotation about z; spatial: x, y, z
 and 2 dq). The local goals (centering, retraction, joint limits) are the link agents'
@@ -39,6 +39,7 @@ from firmware import behaviours
 from host import trajectory as tr
 from host.goal_process import GoalProcess
 from host.runners.inprocess import make_agents
+from sim_host.model import build_mjcf
 
 KINDS = ("multiagent", "rmac", "rmac-nullspace", "computed-torque")
 
@@ -52,9 +53,12 @@ class Centralised(GoalProcess):
         self.kind = c["kind"]
         self.kp, self.kv, self.k_ik, self.lam = c["kp"], c["kv"], c["k_ik"], c["dls_lambda"]
         self.plant = plant
-        self.model = plant.model
-        self.data = mujoco.MjData(plant.model)   # the controller's own copy of the model's state
-        self.site = plant._ee_site
+        if c["model_payload"]:
+            self.model = plant.model
+        else:   # an imperfect model: the arm without its payload
+            self.model = mujoco.MjModel.from_xml_string(build_mjcf(dict(sc.arm, payload=None), (), sc.timestep))
+        self.data = mujoco.MjData(self.model)    # the controller's own state of its model
+        self.site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, "frame_%d" % sc.n)
         self.body = int(self.model.site_bodyid[self.site])
         # local goals exactly as the link agents would run them
         agents = make_agents(sc, lambda *a: None)

@@ -87,7 +87,8 @@ SCHEMA = {
     # KP, KD (computed torque, Hamilton et al. eq. 2), IK gain, damped least-squares lambda
     "controller": {"kind": F("str", "multiagent", choices=("multiagent", "rmac", "rmac-nullspace", "computed-torque")),
                    "kp": F("float", 100.0, 0.0), "kv": F("float", 20.0, 0.0),
-                   "k_ik": F("float", 10.0, 0.0), "dls_lambda": F("float", 0.05, 0.0)},
+                   "k_ik": F("float", 10.0, 0.0), "dls_lambda": F("float", 0.05, 0.0),
+                   "model_payload": F("bool", True)},
 }
 
 

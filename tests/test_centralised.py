@@ -97,6 +97,16 @@ def test_computed_torque_cancels_the_dynamics_exactly():
     assert np.abs(want).max() > 1.0 and np.allclose(plant.data.qacc, want, rtol=1e-8, atol=1e-8)
 
 
+def test_model_without_the_payload_lacks_exactly_its_mass():
+    sc = load(THESIS / "rmac.toml")
+    data, sources = read_toml(THESIS / "rmac.toml")
+    data["controller"]["model_payload"] = False
+    plant = Plant(sc.arm)
+    exact, wrong = Centralised(sc, plant), Centralised(from_dict(data, THESIS / "rmac.toml", sources), plant)
+    assert exact.model is plant.model
+    assert math.isclose(exact.model.body_mass.sum() - wrong.model.body_mass.sum(), 10.0)   # Table 6.6's payload
+
+
 # the thesis's Table 8.19 (e_rms m, phi_rms rad, q_rms) and computed torque; short runs must
 # stay within 2x the thesis's whole-run figure
 @pytest.mark.parametrize("name, e_thesis", [("rmac-nullspace", 1.257e-2), ("rmac", 5.612e-2),

@@ -17,8 +17,9 @@ def test_trend_reads_direction_and_monotony():
 
 def test_every_study_run_sets_the_swept_value(tmp_path):
     jobs = gains.jobs()
-    # Table D.20 runs 01-15 on both trajectories, 5 rates x 3 gain scales, 8 weights, 2 x 4 RMAC gains
-    assert len(jobs) == 15 * 2 + len(gains.RATES) * len(gains.SCALES) + len(gains.WEIGHTS) + 2 * len(gains.RMAC_KP)
+    # Table D.20 runs 01-15 on both trajectories, 5 rates x 3 gain scales, 8 weights, 2 x 4 RMAC gains,
+    # 3 centralised controllers with and without the payload in their model
+    assert len(jobs) == 15 * 2 + len(gains.RATES) * len(gains.SCALES) + len(gains.WEIGHTS) + 2 * len(gains.RMAC_KP) + 2 * 3
     fname, changes = jobs["d11-step"]
     lin = changes["rmdac"]["linear"]
     assert (lin["wp"], lin["wv"], lin["alpha"], lin["beta"]) == (900.0, 480.0, 4.0, 1.0)
