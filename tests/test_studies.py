@@ -26,11 +26,11 @@ def test_every_study_run_sets_the_swept_value(tmp_path):
     name, s = gains._run_one("d11-step", str(THESIS / fname), {"rmdac": changes["rmdac"],
                                                               "simulation": {"duration": 0.5}}, tmp_path / "d11")
     assert s["status"] == "ok" and s["scenario"] == "d11-step"
-    fname, changes = jobs["weight-1.75"]
+    fname, changes = jobs["weight-1.5"]
     data, sources = read_toml(THESIS / fname)
     data["behaviours"]["centering"].update(changes["behaviours"]["centering"])
     sc = from_dict(data, THESIS / fname, sources)
-    assert sc.behaviours[0]["centering"]["weight"] == 1.75 and "rmoa" in sc.behaviours[0]
+    assert sc.behaviours[0]["centering"]["weight"] == 1.5 and "rmoa" in sc.behaviours[0]
 
 
 def test_inprocess_timing_counts_agent_time_within_the_run():
