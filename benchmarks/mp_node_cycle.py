@@ -1,10 +1,19 @@
-# Run under MicroPython: the unix port (make bench), or a board through mpremote
-# (`linkteam budget --measure-on PORT` runs it on a flashed board). One link agent
-# behind a ChainNode with in-memory ports. Prints its RAM after init (gc.mem_alloc),
-# bytes allocated per control cycle (median), and per-hop compute (us) for host/budget.py:
-#   HOP k_us     poll round that takes K_{i-1} in and sends K_i
-#   HOP goal_us  poll round that takes the GOAL in and sends TORQUE
-#   HOP fwd_us   poll round that forwards one passing frame
+# Run under MicroPython: the unix port (make bench), a board through mpremote
+# (`linkteam budget --measure-on PORT` runs it on a flashed board), or an emulated
+# Cortex-M (make mcu-bench: host/mcu.py freezes it into the firmware and calls main()).
+# One link agent (link 3 of 10) behind a ChainNode with in-memory ports. Prints:
+#   RAM init N            gc.mem_alloc() held by the firmware's modules, agent and node
+#                         (after gc.collect(); measured from before the first import)
+#   ALLOC ...             bytes allocated per control cycle (median, gc disabled)
+#   PHASE name us         interquartile mean per poll round, us (1 us = 1000 instructions
+#                         on QEMU with -icount shift=0):
+#     sync      JOINT_STATE + SYNC in, SYNC passed on, joint sampled, A_i(q) built
+#     k_hop     K_{i-1} in, assertions and K_i out
+#     goal_hop  GOAL in (and passed on), TORQUE out
+#     forward   one frame from down, not for this node, passed up
+#     cycle     sync + k_hop + goal_hop (the agent's own work in one control cycle)
+#   GC pause us           one gc.collect() with the heap as the cycles leave it
+#   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/budget.py
 import gc
 import sys
 import time
@@ -15,10 +24,8 @@ except NameError:
     _root = "."
 sys.path.insert(0, _root)
 
-from bus_protocol import framing            # noqa: E402
-from bus_protocol import messages as m      # noqa: E402
-
 N = 10
+TICKS = 4    # distinct prebuilt ticks, reused round robin: the input costs no RAM per cycle
 
 
 def config():
@@ -28,8 +35,10 @@ def config():
 
 
 class Port:
+    """A byte-stream port holding at most one pending read; allocates nothing."""
+
     def __init__(self):
-        self.inq = []
+        self.pending = None
         self.out = 0
 
     def write(self, b):
@@ -37,77 +46,160 @@ class Port:
         return len(b)
 
     def readinto(self, buf):
-        if not self.inq:
+        d = self.pending
+        if d is None:
             return 0
-        d = self.inq.pop(0)
-        buf[:len(d)] = d
-        return len(d)
+        self.pending = None
+        n = len(d)
+        buf[0:n] = d
+        return n
 
 
-def wire(mtype, src, dst, values):
-    return framing.uart_frame(m.encode(mtype, src, dst, 1, values))
+def inputs():
+    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up)."""
+    from bus_protocol import framing
+    from bus_protocol import messages as m
 
-
-def main(cycles=300 if sys.platform in ("linux", "darwin") else 60):   # a board's heap: fewer
-    gc.collect()
-    a0 = gc.mem_alloc()
-    from firmware.agent import LinkAgent
-    from firmware.hal.sim import SimHAL
-    from firmware.node import ChainNode
-    gc.collect()
-    a1 = gc.mem_alloc()
-    up, down = Port(), Port()
-    agent = LinkAgent(config(), SimHAL())
-    node = ChainNode(agent, up, down, bufsize=2048)
-    gc.collect()
-    a2 = gc.mem_alloc()
-    print("RAM after init: gc.mem_alloc() %d bytes (imported modules %d, agent + node %d)" % (a2, a1 - a0, a2 - a1))
-    # pre-built input so the measurement sees only the node's own allocation
+    def wire(mtype, src, dst, values):
+        return framing.uart_frame(m.encode(mtype, src, dst, 1, values))
     pre = []
-    for k in range(cycles):
+    for k in range(TICKS):
         js = wire(m.JOINT_STATE, 0, 3, (k, 0.1, 0.2, 0, 0., 0., 0., 0., 0., 0.))
         sy = wire(m.SYNC, 0, 255, (k,))
         kk = wire(m.KINEMATIC, 2, 3, (k, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2))
         gg = wire(m.GOAL, 0, 255, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))
         fw = wire(m.TORQUE, 7, 0, (k, 1.0, 1, 0., 0., 0., 0., 0., 0.))
         pre.append((js + sy, kk, gg, fw))
-    t_k, t_g, t_f, alloc = [], [], [], []
+    return pre
+
+
+def _iqm(v):
+    """Interquartile mean: robust to a stray timer reading, finer than the 1 us tick."""
+    v = sorted(v)
+    q = len(v) // 4
+    v = v[q:len(v) - q]
+    return sum(v) / len(v)
+
+
+def _med(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a board's heap: fewer
+    ticks_us, ticks_diff = time.ticks_us, time.ticks_diff
+    gc.collect()
+    a0 = gc.mem_alloc()
+    from firmware.agent import LinkAgent
+    from firmware.hal.sim import SimHAL
+    from firmware.node import ChainNode
+    up, down = Port(), Port()
+    agent = LinkAgent(config(), SimHAL())
+    node = ChainNode(agent, up, down, bufsize=2048)
+    gc.collect()
+    a2 = gc.mem_alloc()
+    print("RAM after init: gc.mem_alloc() %d bytes" % a2)
+    print("RAM init %d" % (a2 - a0))
+    pre = inputs()
+    ph = ([], [], [], [], [])
+    alloc = []
+
+    def one(k, timed):
+        js_sy, kk, gg, fw = pre[k % TICKS]
+        b0 = gc.mem_alloc()
+        up.pending = js_sy
+        t0 = ticks_us()
+        node.poll()
+        t1 = ticks_us()
+        up.pending = kk
+        t2 = ticks_us()
+        node.poll()
+        t3 = ticks_us()
+        up.pending = gg
+        t4 = ticks_us()
+        node.poll()
+        t5 = ticks_us()
+        down.pending = fw
+        t6 = ticks_us()
+        node.poll()
+        t7 = ticks_us()
+        b1 = gc.mem_alloc()
+        if timed:
+            ph[0].append(ticks_diff(t1, t0))
+            ph[1].append(ticks_diff(t3, t2))
+            ph[2].append(ticks_diff(t5, t4))
+            ph[3].append(ticks_diff(t7, t6))
+            ph[4].append(ticks_diff(t1, t0) + ticks_diff(t3, t2) + ticks_diff(t5, t4))
+            alloc.append(b1 - b0)
+
+    for k in range(4):      # warm up: first-call caches, lists at their final size
+        one(k, False)
     gc.collect()
     gc.disable()
     for k in range(cycles):
-        if gc.mem_free() < 32768:   # room for a cycle's garbage, collected outside the timing
+        if gc.mem_free() < 16384:   # room for a cycle's garbage, collected outside the timing
             gc.collect()
-        js_sy, kk, gg, fw = pre[k]
-        b0 = gc.mem_alloc()
-        up.inq.append(js_sy)
-        node.poll()
-        up.inq.append(kk)
-        t0 = time.ticks_us()
-        node.poll()
-        t1 = time.ticks_us()
-        up.inq.append(gg)
-        node.poll()
-        t2 = time.ticks_us()
-        b1 = gc.mem_alloc()
-        down.inq.append(fw)
-        t3 = time.ticks_us()
-        node.poll()
-        t4 = time.ticks_us()
-        t_k.append(time.ticks_diff(t1, t0))
-        t_g.append(time.ticks_diff(t2, t1))
-        t_f.append(time.ticks_diff(t4, t3))
-        if b1 >= b0:
-            alloc.append(b1 - b0)
+        one(k, True)
+    print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), _med(alloc)))
+    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle"), ph):
+        print("PHASE %s %.3f" % (name, _iqm(v)))
+    # the longest collection: the heap as far as the cycles fill it with their garbage
+    k = 0
+    while gc.mem_free() > 4096 and k < 2000:
+        one(k, False)
+        k += 1
+    t0 = ticks_us()
+    gc.collect()
+    t1 = ticks_us()
     gc.enable()
-
-    def med(v):
-        v = sorted(v)
-        return v[len(v) // 2]
-    print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), med(alloc)))
-    print("HOP k_us %d" % med(t_k))
-    print("HOP goal_us %d" % med(t_g))
-    print("HOP fwd_us %d" % med(t_f))
+    print("GC pause %d us (heap %d bytes, after %d cycles without collection)"
+          % (ticks_diff(t1, t0), gc.mem_alloc() + gc.mem_free(), k))
+    print("HOP k_us %d" % _med(ph[1]))
+    print("HOP goal_us %d" % _med(ph[2]))
+    print("HOP fwd_us %d" % _med(ph[3]))
     print("torque", agent.u, "bad", agent.decoder.bad)
+
+
+class MpyFS:
+    """A read-only filesystem over {path: .mpy bytes}, mounted with vfs.mount(): the
+    firmware imported from .mpy files into RAM, as from a board's flash filesystem
+    (make mcu-bench measures RAM after init both ways)."""
+
+    def __init__(self, files):
+        self.files = files
+        self.dirs = set()
+        for p in files:
+            d = p.rsplit("/", 1)[0]
+            while d:
+                self.dirs.add(d)
+                d = d.rsplit("/", 1)[0]
+
+    def mount(self, readonly, mkfs):
+        pass
+
+    def umount(self):
+        pass
+
+    def stat(self, path):
+        if path in self.dirs or path in ("", "/"):
+            return (0x4000, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        if path in self.files:
+            return (0x8000, 0, 0, 0, 0, 0, len(self.files[path]), 0, 0, 0)
+        raise OSError(2)
+
+    def open(self, path, mode):
+        import io
+        if path not in self.files:
+            raise OSError(2)
+        return io.BytesIO(self.files[path])
+
+
+def main_mpy(files, cycles=100):
+    """main() with firmware/ and bus_protocol/ imported from .mpy files, not frozen."""
+    import vfs
+    vfs.mount(MpyFS(files), "/mpy")
+    sys.path[:] = ["/mpy"]
+    main(cycles)
 
 
 if __name__ == '__main__':
