@@ -220,6 +220,13 @@ ERR_NAMES = {ERR_NONE: "none", ERR_SHORT: "short", ERR_LENGTH: "length",
 _NERR = 6
 
 
+# The last bytes frame decoded and its result: a broadcast is one immutable bytes object
+# handed to every agent of a process (the in-process loopback bus), so it is checked and
+# unpacked once (make bench: 62k -> 26k decodes per 10 simulated seconds). Buffers that
+# can change (bytearray, memoryview: a board's receive pool) are never cached.
+_last = [None, None]
+
+
 class Decoder:
     """Strict frame decoder. decode() never raises on garbage: it returns None,
     sets last_error, bumps errors[kind] and bad. On success: good += 1 and
@@ -246,6 +253,10 @@ class Decoder:
     def decode(self, frame, n=None):
         """frame: bytes/bytearray/memoryview holding exactly one frame in [:n].
         Returns (mtype, src, dst, seq, values) or None."""
+        if frame is _last[0] and n is None:
+            self.good += 1
+            self.last_error = ERR_NONE
+            return _last[1]
         size = len(frame)
         if n is None:
             n = size
@@ -274,4 +285,8 @@ class Decoder:
             values = (bytes(frame[HEADER_SIZE:end]),)
         self.good += 1
         self.last_error = ERR_NONE
-        return (t, frame[1], frame[2], frame[3] | (frame[4] << 8), values)
+        msg = (t, frame[1], frame[2], frame[3] | (frame[4] << 8), values)
+        if type(frame) is bytes and n == size:
+            _last[0] = frame
+            _last[1] = msg
+        return msg
