@@ -12,6 +12,7 @@
 #     goal_hop  GOAL in (and passed on), TORQUE out
 #     forward   one frame from down, not for this node, passed up
 #     cycle     sync + k_hop + goal_hop (the agent's own work in one control cycle)
+#     idle_poll a poll round with nothing arrived (how soon a board loop sees a frame)
 #   GC pause us           one gc.collect() with the heap as the cycles leave it
 #   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/budget.py
 import gc
@@ -101,7 +102,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     print("RAM after init: gc.mem_alloc() %d bytes" % a2)
     print("RAM init %d" % (a2 - a0))
     pre = inputs()
-    ph = ([], [], [], [], [])
+    ph = ([], [], [], [], [], [])
     alloc = []
 
     def one(k, timed):
@@ -123,6 +124,8 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
         t6 = ticks_us()
         node.poll()
         t7 = ticks_us()
+        node.poll()
+        t8 = ticks_us()
         b1 = gc.mem_alloc()
         if timed:
             ph[0].append(ticks_diff(t1, t0))
@@ -130,6 +133,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
             ph[2].append(ticks_diff(t5, t4))
             ph[3].append(ticks_diff(t7, t6))
             ph[4].append(ticks_diff(t1, t0) + ticks_diff(t3, t2) + ticks_diff(t5, t4))
+            ph[5].append(ticks_diff(t8, t7))
             alloc.append(b1 - b0)
 
     for k in range(4):      # warm up: first-call caches, lists at their final size
@@ -143,7 +147,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
         gc.collect()
         one(k, True)
     print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), _med(alloc)))
-    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle"), ph):
+    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll"), ph):
         print("PHASE %s %.3f" % (name, _iqm(v)))
     # the longest collection: the heap as far as the cycles fill it with their garbage
     k = 0

@@ -20,7 +20,7 @@ sys.path.insert(0, ROOT)
 from host import mcu  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "bench", "results.json")
-PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle")
+PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll")
 # the issue's targets for the M4F build (instructions, bytes)
 TARGETS = {"k_hop": 20000, "goal_hop": 25000, "forward": 5000, "cycle": 60000,
            "alloc_bytes_per_cycle": 0, "ram_mpy": 24 * 1024}
@@ -64,7 +64,7 @@ def table(res):
         rows.append("%-34s" % label + "".join("%12d" % get(res[n]) for n in names) + "   " + target)
     for p, label in zip(PHASES, ("SYNC + joint state", "kinematic hop K_{i-1} -> K_i",
                                  "goal hop GOAL -> TORQUE", "forward a frame not for the node",
-                                 "whole cycle (sync + k + goal)")):
+                                 "whole cycle (sync + k + goal)", "idle poll round")):
         row(label, lambda r, p=p: r[p], "<= %d" % TARGETS[p] if p in TARGETS else "")
     row("bytes allocated per cycle", lambda r: r["alloc_bytes_per_cycle"], "0")
     row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"])
@@ -97,6 +97,19 @@ def main(argv=None):
         f.write("\n")
     print(table(results["mcu"]))
     print("written to %s" % os.path.relpath(RESULTS, ROOT))
+    if all(b in results["mcu"] for b in mcu.BUILDS):
+        print(verdicts(results))
+
+
+def verdicts(results):
+    """The budget's verdict on real boards priced from these counts (host/budget.py)."""
+    from host import budget
+    rows = ["highest control rate, boards with their own joint I/O, UART ring / CAN-FD (linkteam budget --board)",
+            "%-16s %5s %-22s %10s %8s %8s" % ("board", "links", "bus", "max Hz", "120 Hz", "500 Hz")]
+    for board, n, bus, _, hz, fits in budget.board_verdicts(results):
+        rows.append("%-16s %5d %-22s %10.1f %8s %8s" % (board, n, bus, hz, "fits" if fits[120.0] else "NO",
+                                                        "fits" if fits[500.0] else "NO"))
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
