@@ -116,9 +116,11 @@ def find0(data, i: int, n: int) -> int:
 
 
 @micropython.viper
-def put(out, o: int, data, i: int, n: int) -> int:
+def put(out, o: int, data, span: int) -> int:
     d = ptr8(out)      # noqa: F821
     s = ptr8(data)     # noqa: F821
+    i = span & 0xFFFF
+    n = span >> 16
     while i < n:
         d[o] = s[i]
         o += 1

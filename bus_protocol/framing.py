@@ -106,9 +106,12 @@ def find0(data, i, n):
     return -1
 
 
-def put(out, o, data, i, n):
-    """data[i:n] and a 0x00 delimiter into out at o (the caller has checked that
-    len(out) >= o + n - i + 1); returns the new end. Allocates nothing."""
+def put(out, o, data, span):
+    """data[i:n] and a 0x00 delimiter into out at o, with span = i | n << 16 (four
+    arguments: the most an asm_thumb function takes, thumb.py); the caller has checked
+    that len(out) >= o + n - i + 1. Returns the new end. Allocates nothing."""
+    i = span & 0xFFFF
+    n = span >> 16
     while i < n:
         out[o] = data[i]
         o += 1

@@ -29,8 +29,8 @@ def find0(r0, r1, r2):
 
 
 @micropython.asm_thumb
-def _put(r0, r1, r2, r3):
-    # r0 out, r1 o, r2 data, r3 i | n << 16 (four arguments at most)
+def put(r0, r1, r2, r3):
+    # r0 out, r1 o, r2 data, r3 span = i | n << 16 -> o + n - i + 1
     lsr(r4, r3, 16)      # noqa: F821  n
     lsl(r3, r3, 16)      # noqa: F821
     lsr(r3, r3, 16)      # noqa: F821  i
@@ -53,6 +53,3 @@ def _put(r0, r1, r2, r3):
     strb(r5, [r0, 0])    # noqa: F821
     mov(r0, r1)          # noqa: F821
 
-
-def put(out, o, data, i, n):
-    return _put(out, o, data, i | (n << 16))

@@ -43,6 +43,7 @@ class ChainNode:
         self.ring = ring
         self.to_links = None if ring and tip else down   # toward links > this one
         self.to_host = down if ring and down is not None else up
+        self._host_side = 0 if self.to_host is up else 1
         self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
         self.ignored = 0              # ring: frames from down that are not the goal wave
         # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
@@ -65,7 +66,7 @@ class ChainNode:
 
     def send(self, buf, n=None):
         k = framing.cobs_encode_into(buf, len(buf) if n is None else n, self._wire)
-        self._route(buf[2], self._wire, 0, k - 1, None)
+        self._route(buf[2], self._wire, (k - 1) << 16, None)
         if not self._batch:
             self.flush()
 
@@ -78,27 +79,28 @@ class ChainNode:
             self.up.write(self._tx[0], n[0])
             n[0] = 0
 
-    def _queue(self, side, data, i, j):
-        """COBS bytes data[i:j] + delimiter onto port `side`'s transmit buffer."""
+    def _queue(self, side, data, span):
+        """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
+        transmit buffer (span packs start and end: framing.put)."""
         o = self._txn[side]
-        if o + j - i + 1 > _TX:   # a full buffer goes out first
+        if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
             self.flush()
             o = 0
-        self._txn[side] = framing.put(self._tx[side], o, data, i, j)
+        self._txn[side] = framing.put(self._tx[side], o, data, span)
 
-    def _route(self, dst, data, i, j, came_from):
+    def _route(self, dst, data, span, came_from):
         if dst == m.HOST:
             if came_from is self.to_host:   # host-bound against the flow: a node
                 self.dropped += 1            # configured for the other topology
             else:
-                self._queue(0 if self.to_host is self.up else 1, data, i, j)
+                self._queue(self._host_side, data, span)
             return
         if dst == m.BROADCAST or dst > self.link:
             if self.to_links is not None and came_from is not self.down:
-                self._queue(1, data, i, j)
+                self._queue(1, data, span)
         if dst == m.BROADCAST or dst < self.link:
             if came_from is not self.up:
-                self._queue(0, data, i, j)
+                self._queue(0, data, span)
 
     def _pump(self, port, side):
         n = port.readinto(self._rx)
@@ -107,53 +109,55 @@ class ChainNode:
         rx = self._rx
         acc = self._acc[side]
         st = self._st[side]
+        link = self.link
         i = 0
         k = 0
         while i < n:
-            if st[0] == 0 and st[1] == 0:
-                # no run carried over: a frame lying whole in this read is routed and
-                # decoded where it is (-4k instructions a frame on a Cortex-M4F)
-                j = framing.find0(rx, i, n)
-                if j >= 0:
-                    if j > i:
-                        k += 1
-                        self._frame(rx, i, j, port)
-                    i = j + 1
-                    continue
-            i = framing.split_into(rx, i, n, acc, st)
-            if i < 0:
-                break           # a partial run: continues with the next read
-            j = st[0]
-            st[0] = 0
-            if st[1]:           # overlong run: no frame of ours, resync at its delimiter
-                st[1] = 0
-                self.dropped += 1
-            elif j:
-                k += 1
-                self._frame(acc, 0, j, port)
-        return k
-
-    def _frame(self, data, i, j, port):
-        """One COBS frame data[i:j] from `port`: passed on and/or taken by the agent."""
-        dst = framing.cobs_peek(data, i, j, 2) if j - i <= _MAX_WIRE else -1
-        if dst < 0:             # malformed, or longer than any frame
-            self.dropped += 1
-            self.agent.decoder.bad += 1
-            return
-        if self.ring and not self._ring_admits(data, i, j, dst, port):
-            return
-        if dst != self.link:
-            self.forwarded += 1
-            self._route(dst, data, i, j, port)
-        if dst == self.link or dst == m.BROADCAST:
-            if self._nmine == _POOL:
-                self._deliver()     # pool full: hand over what is there first
-            nf = framing.cobs_decode_into(data, i, j, self._pool[self._nmine])
-            if nf < 0:
-                self.agent.decoder.bad += 1
+            j = framing.find0(rx, i, n) if st[0] == 0 and st[1] == 0 else -1
+            if j >= 0:
+                # no run carried over and the frame lies whole in this read: it is
+                # routed and decoded where it is (not copied first: -4k instructions a
+                # frame on a Cortex-M4F)
+                data = rx
+                a = i
+                i = j + 1
             else:
-                self._mine_n[self._nmine] = nf
-                self._nmine += 1
+                i = framing.split_into(rx, i, n, acc, st)
+                if i < 0:
+                    break           # a partial run: continues with the next read
+                data = acc
+                a = 0
+                j = st[0]
+                st[0] = 0
+                if st[1]:           # overlong run: no frame of ours, resync at its delimiter
+                    st[1] = 0
+                    self.dropped += 1
+                    continue
+            if j == a:
+                continue            # empty run (0x00 0x00)
+            k += 1
+            # one COBS frame data[a:j], written out here, not in a method of its own:
+            # a call costs ~700 instructions on a Cortex-M4F
+            dst = framing.cobs_peek(data, a, j, 2) if j - a <= _MAX_WIRE else -1
+            if dst < 0:             # malformed, or longer than any frame
+                self.dropped += 1
+                self.agent.decoder.bad += 1
+                continue
+            if self.ring and not self._ring_admits(data, a, j, dst, port):
+                continue
+            if dst != link:
+                self.forwarded += 1
+                self._route(dst, data, a | (j << 16), port)
+            if dst == link or dst == m.BROADCAST:
+                if self._nmine == _POOL:
+                    self._deliver()     # pool full: hand over what is there first
+                nf = framing.cobs_decode_into(data, a, j, self._pool[self._nmine])
+                if nf < 0:
+                    self.agent.decoder.bad += 1
+                else:
+                    self._mine_n[self._nmine] = nf
+                    self._nmine += 1
+        return k
 
     def _deliver(self):
         """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
@@ -190,8 +194,10 @@ class ChainNode:
         k = self._pump(self.up, 0)
         if self.down is not None:
             k += self._pump(self.down, 1)
-        if k:
+        if self._nmine:
             self._deliver()
+        elif k:
+            self.flush()
         self._batch = False
         return k
 
