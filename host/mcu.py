@@ -34,8 +34,8 @@ HEAP_BYTES = 143360
 PACKAGES = ("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "make")
 # packages frozen into the firmware and compiled to .mpy for the RAM measurement
 PACKAGES_FROZEN = ("firmware", "bus_protocol")
-# scripts frozen beside them: the cycle benchmark and the agent-cycle frame oracle
-SCRIPTS = (("benchmarks", "mp_node_cycle.py"), ("tests", "mp_agent_cycle.py"))
+# scripts frozen beside them: the cycle benchmark and the frame oracles of tests/test_mcu.py
+SCRIPTS = (("benchmarks", "mp_node_cycle.py"), ("tests", "mp_agent_cycle.py"), ("tests", "mp_node_stream.py"))
 
 
 class McuError(Exception):
@@ -182,10 +182,11 @@ def run(name, elf, code, timeout=600):
            "-semihosting", "-icount", "shift=0", "-serial", "stdio", "-kernel", elf]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = b""
     try:
         # the REPL reads its UART a byte at a time; one line per write, each echoed back
         # before the next, so nothing overruns the emulated UART's receive FIFO
-        out = _read_until(p, b">>> ", t0, timeout)
+        out += _read_until(p, b">>> ", t0, timeout)
         for ln in lines:
             p.stdin.write(ln.encode() + b"\r")
             p.stdin.flush()
@@ -196,7 +197,8 @@ def run(name, elf, code, timeout=600):
     except subprocess.TimeoutExpired:
         p.kill()
         p.communicate()
-        raise McuError("QEMU (%s) did not finish within %d s" % (name, timeout))
+        raise McuError("QEMU (%s) did not finish within %d s; the board printed:\n%s"
+                       % (name, timeout, out.decode("utf-8", "replace")[-2000:]))
     finally:
         if p.poll() is None:
             p.kill()
@@ -213,7 +215,8 @@ def _read_until(p, marker, t0, timeout):
     while not buf.endswith(marker):
         left = timeout - (time.monotonic() - t0)
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise subprocess.TimeoutExpired("qemu", timeout)
+            raise McuError("QEMU did not finish within %d s; the board printed:\n%s"
+                           % (timeout, buf.decode("utf-8", "replace")[-2000:]))
         c = os.read(fd, 4096)
         if not c:
             raise McuError("QEMU exited early:\n%s" % buf.decode("utf-8", "replace")[-3000:])

@@ -12,6 +12,7 @@ import pytest
 from bus_protocol import messages as m
 from host import mcu
 from tests import mp_agent_cycle as cyc
+from tests import mp_node_stream
 from tests.conftest import REPO, run_micropython
 
 _LACK = mcu.missing()
@@ -39,11 +40,15 @@ def _frames(text):
     return frames, torques
 
 
-def _cpython():
+def _stdout(fn):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        cyc.run()
+        fn()
     return buf.getvalue()
+
+
+def _cpython():
+    return _stdout(cyc.run)
 
 
 def _values(frame):
@@ -82,3 +87,12 @@ def test_agent_cycle_frames_on_emulated_mcu_match_cpython_and_unix_port(firmware
     for a, b in zip(u_got, u_want):
         assert a[0] == b[0] and all(abs(x - y) <= ATOL for x, y in zip(a[1:], b[1:])), (a, b)
 
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
+    """The node's receive path with the Thumb-assembly loops (bus_protocol/thumb.py):
+    every read split gives what CPython's pure-Python loops give (integers only: exact)."""
+    board = mcu.run(name, firmware[name], "import mp_node_stream\nmp_node_stream.main()", timeout=600)
+    want = [ln for ln in _stdout(mp_node_stream.main).splitlines()]
+    got = [ln for ln in board.splitlines() if ln.startswith(("DOWN", "UP", "GOT", "DROPPED", "DIFFERS"))]
+    assert got == want
