@@ -1,13 +1,9 @@
 # CRC-16/CCITT-FALSE with MicroPython's viper emitter (imported by messages.py only
 # under MicroPython, where it replaces the pure-Python table loop: ~10x faster).
 # Boards whose port lacks native code fall back to the table loop (ImportError/SyntaxError).
-import array
-
 import micropython
 
-from bus_protocol.messages import _CRC_TABLE
-
-_T = array.array("H", _CRC_TABLE)
+from bus_protocol.messages import _CRC_TABLE as _T   # an array('H')
 
 
 @micropython.viper

@@ -6,6 +6,7 @@
 #   off 0 type u8 | 1 src u8 | 2 dst u8 | 3 seq u16 | 5 len u8 | 6 payload[len] | crc16 LE
 # so a frame is 8 + len bytes, len <= 56, frame <= 64 (one CAN-FD data field).
 import struct
+from array import array
 
 try:
     from micropython import const
@@ -100,7 +101,9 @@ del _t, _f
 
 
 def _make_table():
-    t = [0] * 256
+    # an array('H'): 512 bytes of RAM on a board, where a list of ints takes 1 KB and the
+    # viper CRC needed a second copy as an array (make mcu-bench: RAM after init -1.1 KB)
+    t = array("H", bytes(512))
     for i in range(256):
         c = i << 8
         for _ in range(8):

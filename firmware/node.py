@@ -11,8 +11,11 @@ from bus_protocol import messages as m
 
 
 _MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
-_TX = 4 * _MAX_WIRE   # transmit buffer per port; a fuller round is written in parts
-_POOL = 24       # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
+# Transmit buffer per port (two longest frames; a fuller round is written in parts) and
+# decoded frames held per poll round (more are handed to the agent in batches): RAM after
+# init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
+_TX = 2 * (_MAX_WIRE + 1)
+_POOL = 8
 
 
 class ChainNode:

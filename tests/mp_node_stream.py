@@ -58,7 +58,8 @@ def frames():
             m.encode(m.SYNC, 0, 255, 2, (5,)),
             m.encode(m.KINEMATIC, 2, 3, 3, (5, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2)),
             m.encode(m.COMMAND, 0, 4, 4, (4, 0.0)),
-            m.encode(m.GOAL, 0, 255, 5, (5, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))]
+            m.encode(m.GOAL, 0, 255, 5, (5, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))] + [
+            m.encode(m.COMMAND, 0, 3, 6 + i, (m.CMD_PING, 0.0)) for i in range(8)]   # more than a pool
 
 
 def stream():
@@ -66,7 +67,7 @@ def stream():
     return (framing.uart_frame(f[0]) + b"\x00" + framing.uart_frame(f[1])    # an empty run
             + b"\x07" * 100 + b"\x00"                                         # overlong run
             + framing.uart_frame(f[2]) + b"\x05\x01\x00"                       # malformed COBS
-            + framing.uart_frame(f[3]) + framing.uart_frame(f[4]))
+            + framing.uart_frame(f[3]) + framing.uart_frame(f[4]) + b"".join(framing.uart_frame(p) for p in f[5:]))
 
 
 def run(size):
