@@ -145,6 +145,18 @@ def crc16(data, n=None):
     return _crc_hqx(data, 0xFFFF)
 
 
+# CPython: each fixed layout compiled once, header and payload packed by one call
+# (make bench: a fifth of the in-process run's frame handling). MicroPython's struct
+# has no Struct; it keeps the two pack_into / one unpack_from calls below.
+try:
+    if _crc_hqx is None:
+        raise AttributeError
+    _PACK = [struct.Struct(_HDR + f[1:]).pack_into if f else None for f in _FMT]
+    _UNPACK = [struct.Struct(f).unpack_from if f else None for f in _FMT]
+except AttributeError:
+    _PACK = _UNPACK = None
+
+
 # --- sizes API -----------------------------------------------------------------
 
 def payload_size(mtype):
@@ -176,6 +188,14 @@ def encode_into(buf, mtype, src, dst, seq, values):
         raise ValueError("bad address")
     fmt = _FMT[mtype]
     try:
+        if fmt and _PACK is not None:
+            n = _SIZE[mtype]
+            _PACK[mtype](buf, 0, mtype, src, dst, seq & 0xFFFF, n, *values)
+            end = HEADER_SIZE + n
+            c = _crc_hqx(memoryview(buf)[:end], 0xFFFF)
+            buf[end] = c & 0xFF
+            buf[end + 1] = c >> 8
+            return end + 2
         if fmt:
             n = _SIZE[mtype]
             struct.pack_into(fmt, buf, HEADER_SIZE, *values)
@@ -278,7 +298,7 @@ class Decoder:
         if fmt:
             if plen != _SIZE[t]:
                 return self._fail(ERR_LAYOUT)
-            values = struct.unpack_from(fmt, frame, HEADER_SIZE)
+            values = struct.unpack_from(fmt, frame, HEADER_SIZE) if _UNPACK is None else _UNPACK[t](frame, HEADER_SIZE)
         elif t == CONFIG:
             if plen < 4:
                 return self._fail(ERR_LAYOUT)
