@@ -3,13 +3,11 @@
 # Boards whose port lacks native code fall back to the table loop (ImportError/SyntaxError).
 import micropython
 
-from bus_protocol.messages import _CRC_TABLE as _T   # an array('H')
-
 
 @micropython.viper
-def crc16_viper(data, n: int) -> int:
+def crc16_viper(data, n: int, table) -> int:
     d = ptr8(data)       # noqa: F821  (viper builtin)
-    t = ptr16(_T)        # noqa: F821
+    t = ptr16(table)     # noqa: F821  messages._CRC_TABLE, an array('H')
     c = 0xFFFF
     i = 0
     while i < n:

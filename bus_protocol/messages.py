@@ -132,13 +132,17 @@ if _crc_hqx is None:
         from bus_protocol.crc_native import crc16_viper as _crc_native
     except Exception:
         _crc_native = None
+    try:  # ARM boards: Thumb assembly, ~13 instructions a byte against viper's ~75
+        from bus_protocol.thumb import crc16 as _crc_native  # noqa: F811
+    except Exception:
+        pass
 
 
 def crc16(data, n=None):
     """CRC-16/CCITT-FALSE of data[:n] (n defaults to len(data))."""
     if _crc_hqx is None:
         if _crc_native is not None:
-            return _crc_native(data, len(data) if n is None else n)
+            return _crc_native(data, len(data) if n is None else n, _CRC_TABLE)
         return crc16_table(data, n)
     if n is not None and n != len(data):
         data = memoryview(data)[:n]

@@ -1,4 +1,4 @@
-# framing.find0 and framing.put in ARM Thumb assembly (MicroPython's inline assembler,
+# framing.find0, framing.put and messages' CRC in ARM Thumb assembly (MicroPython's inline assembler,
 # 16-bit Thumb-1 instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and
 # ARMv7E-M). Imported by framing.py only where @micropython.asm_thumb exists.
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
@@ -53,3 +53,29 @@ def put(r0, r1, r2, r3):
     strb(r5, [r0, 0])    # noqa: F821
     mov(r0, r1)          # noqa: F821
 
+
+
+@micropython.asm_thumb
+def crc16(r0, r1, r2):
+    # r0 data, r1 n, r2 table (messages._CRC_TABLE, array('H')) -> CRC-16/CCITT-FALSE
+    # of data[:n]: c = ((c << 8) & 0xFFFF) ^ table[(c >> 8) ^ byte], c from 0xFFFF
+    mov(r3, 0)           # noqa: F821
+    sub(r3, 1)           # noqa: F821
+    lsr(r3, r3, 16)      # noqa: F821  c = 0xFFFF
+    label(LOOP)          # noqa: F821
+    cmp(r1, 0)           # noqa: F821
+    beq(END)             # noqa: F821
+    ldrb(r4, [r0, 0])    # noqa: F821
+    lsr(r5, r3, 8)       # noqa: F821
+    eor(r5, r4)          # noqa: F821  (c >> 8) ^ byte
+    add(r5, r5, r5)      # noqa: F821  2 bytes an entry
+    add(r5, r5, r2)      # noqa: F821
+    ldrh(r5, [r5, 0])    # noqa: F821
+    lsl(r3, r3, 24)      # noqa: F821
+    lsr(r3, r3, 16)      # noqa: F821  (c << 8) & 0xFFFF
+    eor(r3, r5)          # noqa: F821
+    add(r0, 1)           # noqa: F821
+    sub(r1, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(END)           # noqa: F821
+    mov(r0, r3)          # noqa: F821
