@@ -125,8 +125,8 @@ try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
                                           cobs_peek, find0, put, split_into)
 except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
     pass
-try:  # ARM boards: find0 and put in Thumb assembly (thumb.py), 5x the viper loops
-    from bus_protocol.thumb import find0, put  # noqa: F811
+try:  # ARM boards: the COBS loops, find0 and put in Thumb assembly (thumb.py), 5-10x viper
+    from bus_protocol.thumb import cobs_decode_into, cobs_encode_into, find0, put  # noqa: F811
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     pass
 

@@ -1,4 +1,4 @@
-# framing.find0, framing.put and messages' CRC in ARM Thumb assembly (MicroPython's inline assembler,
+# framing's COBS encoder and decoder, find0 and put, and messages' CRC in ARM Thumb assembly (MicroPython's inline assembler,
 # 16-bit Thumb-1 instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and
 # ARMv7E-M). Imported by framing.py only where @micropython.asm_thumb exists.
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
@@ -79,3 +79,95 @@ def crc16(r0, r1, r2):
     b(LOOP)              # noqa: F821
     label(END)           # noqa: F821
     mov(r0, r3)          # noqa: F821
+
+
+@micropython.asm_thumb
+def cobs_encode_into(r0, r1, r2):
+    # r0 data, r1 n, r2 out -> bytes written: framing.cobs_encode_into's loop
+    mov(r3, 0)           # noqa: F821  code_i
+    mov(r4, 1)           # noqa: F821  code
+    mov(r5, 1)           # noqa: F821  o
+    label(LOOP)          # noqa: F821
+    cmp(r1, 0)           # noqa: F821
+    beq(FINISH)          # noqa: F821
+    ldrb(r6, [r0, 0])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    sub(r1, 1)           # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(CLOSE)           # noqa: F821
+    add(r7, r2, r5)      # noqa: F821
+    strb(r6, [r7, 0])    # noqa: F821  out[o] = b
+    add(r5, 1)           # noqa: F821
+    add(r4, 1)           # noqa: F821
+    cmp(r4, 0xFF)        # noqa: F821
+    blt(LOOP)            # noqa: F821
+    label(CLOSE)         # noqa: F821  a zero byte, or 254 non-zero ones
+    add(r7, r2, r3)      # noqa: F821
+    strb(r4, [r7, 0])    # noqa: F821  out[code_i] = code
+    mov(r3, r5)          # noqa: F821
+    add(r5, 1)           # noqa: F821
+    mov(r4, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(FINISH)        # noqa: F821
+    add(r7, r2, r3)      # noqa: F821
+    strb(r4, [r7, 0])    # noqa: F821
+    add(r7, r2, r5)      # noqa: F821
+    mov(r6, 0)           # noqa: F821
+    strb(r6, [r7, 0])    # noqa: F821  the delimiter
+    add(r0, r5, 1)       # noqa: F821
+
+
+@micropython.asm_thumb
+def _cobs_decode(r0, r1, r2, r3):
+    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> framing.cobs_decode_into
+    lsr(r5, r1, 16)      # noqa: F821
+    lsl(r4, r1, 16)      # noqa: F821
+    lsr(r4, r4, 16)      # noqa: F821
+    add(r5, r0, r5)      # noqa: F821  end of the run: data + j
+    add(r0, r0, r4)      # noqa: F821  p = data + i
+    add(r3, r2, r3)      # noqa: F821  end of out
+    mov(r4, r2)          # noqa: F821  out, for the length at the end
+    label(LOOP)          # noqa: F821
+    cmp(r0, r5)          # noqa: F821
+    bcs(DONE)            # noqa: F821
+    ldrb(r6, [r0, 0])    # noqa: F821  code
+    cmp(r6, 0)           # noqa: F821
+    beq(BAD)             # noqa: F821
+    add(r0, 1)           # noqa: F821
+    sub(r6, 1)           # noqa: F821  run = code - 1
+    add(r1, r0, r6)      # noqa: F821
+    cmp(r1, r5)          # noqa: F821
+    bhi(BAD)             # noqa: F821  the block runs past the frame
+    add(r7, r2, r6)      # noqa: F821
+    cmp(r7, r3)          # noqa: F821
+    bhi(BAD)             # noqa: F821  or past out
+    label(COPY)          # noqa: F821
+    cmp(r0, r1)          # noqa: F821
+    bcs(COPIED)          # noqa: F821
+    ldrb(r7, [r0, 0])    # noqa: F821
+    strb(r7, [r2, 0])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    add(r2, 1)           # noqa: F821
+    b(COPY)              # noqa: F821
+    label(COPIED)        # noqa: F821
+    cmp(r6, 0xFE)        # noqa: F821
+    bcs(LOOP)            # noqa: F821  code 0xFF: no zero follows
+    cmp(r0, r5)          # noqa: F821
+    bcs(LOOP)            # noqa: F821  the frame's last block
+    cmp(r2, r3)          # noqa: F821
+    bcs(BAD)             # noqa: F821
+    mov(r7, 0)           # noqa: F821
+    strb(r7, [r2, 0])    # noqa: F821
+    add(r2, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(BAD)           # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    sub(r0, 1)           # noqa: F821
+    b(END)               # noqa: F821
+    label(DONE)          # noqa: F821
+    sub(r0, r2, r4)      # noqa: F821
+    label(END)           # noqa: F821
+
+
+def cobs_decode_into(data, i, j, out):
+    return _cobs_decode(data, i | (j << 16), out, len(out))

@@ -12,7 +12,7 @@ import pytest
 from bus_protocol import messages as m
 from host import mcu
 from tests import mp_agent_cycle as cyc
-from tests import mp_node_stream
+from tests import mp_framing_cases, mp_node_stream
 from tests.conftest import REPO, run_micropython
 
 _LACK = mcu.missing()
@@ -96,3 +96,14 @@ def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
     want = [ln for ln in _stdout(mp_node_stream.main).splitlines()]
     got = [ln for ln in board.splitlines() if ln.startswith(("DOWN", "UP", "GOT", "DROPPED", "DIFFERS"))]
     assert got == want
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
+    """COBS, peek/find/put, the run splitter and the CRC in Thumb assembly and viper on
+    the boards give what framing.py's and messages.py's pure-Python loops give under
+    CPython, on clean and corrupted pseudo-random frames."""
+    board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()", timeout=600)
+    got = [ln for ln in board.splitlines() if ln.startswith("C")]
+    want = _stdout(mp_framing_cases.main).splitlines()
+    assert len(want) == 150 and got == want
