@@ -96,7 +96,7 @@ def micropython_agent():
 
 EXTRA.append(micropython_agent)
 
-KNEE_RATES = (120.0, 250.0, 500.0, 1000.0)
+KNEE_RATES = (60.0, 120.0, 250.0, 500.0, 1000.0)
 
 
 def processes_knee(seconds=20.0):
