@@ -75,7 +75,7 @@ _FMT = (
     "<IB9f",       # GOAL        tick, goal_id, p_app(3), f(6)       (world)
     "<IBB9f",      # ASSERT      tick, origin_link, kind, p(3), f(6) (world)
     "<IfB6f",      # TORQUE      tick, u, state, proxy, assertions, local_pd, joint_limit, brake, other
-    "<IBHHI",      # STATUS      tick, state, faults, bad_frames, cycle_us
+    "<IBHHIHH",    # STATUS      tick, state, faults, bad_frames, cycle_us, stale_kinematic, late
     "",            # CONFIG      offset u16, total u16, data[<=52]
     "<Bf",         # COMMAND     cmd, arg
     "",            # LOG         text[<=56]

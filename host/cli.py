@@ -28,8 +28,8 @@ def cmd_experiments(a):
 
 
 def cmd_convert(a):
-    from host import thesis_format
-    out = thesis_format.convert(a.directory, a.output)
+    from host.scenario import convert_thesis
+    out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
     return 0
@@ -40,6 +40,11 @@ def cmd_animate(a):
     out = animate.animate(a.rundir, a.output, fps=a.fps, every=a.every)
     print("wrote", out)
     return 0
+
+
+def cmd_envelope(a):
+    from host import envelope
+    return envelope.main(a)
 
 
 def _add_thesis_commands(sub):
@@ -106,6 +111,7 @@ def cmd_config(a):
 
 
 def cmd_scan(a):
+    from bus_protocol import states
     from host.runners.hil import open_ports, scan
     tr = open_ports(a.ports, a.max_links)
     try:
@@ -113,7 +119,8 @@ def cmd_scan(a):
     finally:
         tr.close()
     for link, v in sorted(found.items()):
-        print("link %2d  state %d  faults 0x%04x  bad_frames %d  cycle_us %d" % (link, v[1], v[2], v[3], v[4]))
+        print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
+            link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
         print("no nodes answered")
     return 0 if found else 1
@@ -177,6 +184,13 @@ def main(argv=None):
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
     _add_thesis_commands(sub)
+    n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
+                       "start pose) -> experiments/ENVELOPE.md and a heat map")
+    n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")
+    n.add_argument("--duration", type=float, help="simulated seconds per cell (default: the scenario's 40 s)")
+    n.add_argument("--out", help="output directory (default experiments/)")
+    n.add_argument("--quiet", action="store_true", help="no progress bar")
+    n.set_defaults(fn=cmd_envelope)
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
@@ -234,6 +248,9 @@ def main(argv=None):
         return a.fn(a)
     except ScenarioError as e:
         sys.stderr.write("linkteam: scenario error: %s\n" % e)
+        return 2
+    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
+        sys.stderr.write("linkteam: %s\n" % e)
         return 2
 
 
