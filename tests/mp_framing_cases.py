@@ -2,19 +2,10 @@
 # splitter, CRC-16) on pseudo-random frames, clean and corrupted. Prints one line per
 # case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper) and
 # under CPython (the pure-Python loops, the reference) and compares the lines.
-import sys
+from array import array
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from array import array                    # noqa: E402
-
-from bus_protocol import framing           # noqa: E402
-from bus_protocol import messages as m     # noqa: E402
+from bus_protocol import framing
+from bus_protocol import messages as m
 
 _seed = [12345]
 

@@ -2,19 +2,11 @@
 # size from 1 byte to the whole stream: what it passes on, what its agent gets and what
 # it drops must not depend on where the reads split. Runs under MicroPython (viper and,
 # on ARM, Thumb loops) and CPython (pure Python) alike; tests/test_node_stream.py runs
-# it under both and checks the output against frames built independently.
-import sys
-
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from bus_protocol import framing           # noqa: E402
-from bus_protocol import messages as m     # noqa: E402
-from firmware.node import ChainNode        # noqa: E402
+# it under both (the repository root on sys.path) and checks the output against frames
+# built independently.
+from bus_protocol import framing
+from bus_protocol import messages as m
+from firmware.node import ChainNode
 
 
 class Agent:

@@ -19,8 +19,7 @@ def _cpython():
 
 def test_node_stream_any_read_split_micropython_and_cpython_agree_with_the_frames():
     out = _cpython()
-    out_mp = run_micropython(open(REPO / "tests" / "mp_node_stream.py").read().replace(
-        "__file__", repr(str(REPO / "tests" / "mp_node_stream.py"))))
+    out_mp = run_micropython(open(REPO / "tests" / "mp_node_stream.py").read())
     assert out_mp == out
     assert "DIFFERS" not in out
     js, sync, kin, cmd, goal = ns.frames()[:5]
