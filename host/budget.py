@@ -298,6 +298,6 @@ def report(n, bus, rate, plant="bus", compute=None, topology="ring"):
              "  cycle latency                    %8.3f ms" % (r["latency_s"] * 1e3),
              "  highest control rate             %8.1f Hz" % r["max_rate_hz"],
              "  at %.0f Hz (period %.3f ms): %s" % (rate, period * 1e3,
-                                                    "fits" if r["latency_s"] <= period else "DOES NOT FIT"),
+                                                    "fits" if r["max_rate_hz"] >= rate else "DOES NOT FIT"),
              "  per-hop compute (us): " + ", ".join("%s %.0f" % kv for kv in sorted(r["compute"].items()))]
     return "\n".join(lines)

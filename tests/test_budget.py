@@ -33,6 +33,18 @@ def test_budget_scales_and_reports():
     assert wire["latency_s"] < 0.8 * bus["latency_s"] and wire["bytes_per_cycle"] < bus["bytes_per_cycle"]
 
 
+def test_a_line_busier_than_the_period_does_not_fit_even_when_the_latency_does():
+    # 3 links on classic CAN at 1 Mbit/s: SPEC.md's 125 + 105 N bytes a cycle, each CAN frame
+    # carrying at most 8 of them in >= 47 + 64 bit times, so the line alone needs more than
+    # (125 + 315) / 8 * 111 us = 6.1 ms; the simulated busiest line is longer than the 8.33 ms
+    # period at 120 Hz while K_N and the torques are in sooner
+    r = budget.simulate(3, "can:1000000", plant="real")
+    assert r["bytes_per_cycle"] >= 125 + 105 * 3
+    assert r["busiest_line_s"] > 1 / 120 > r["latency_s"]
+    assert r["max_rate_hz"] < 120
+    assert "at 120 Hz (period 8.333 ms): DOES NOT FIT" in budget.report(3, "can:1000000", 120, plant="real")
+
+
 def test_compute_given_or_read_from_a_boards_benchmark_output(tmp_path):
     # the output of benchmarks/mp_node_cycle.py as a board prints it (mpremote run)
     out = tmp_path / "rp2.txt"
