@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from host import budget
+from host import budget, hop_compute
 from host.cli import main
 
 # a made-up results file: the M4F build's counts (instructions) per phase
@@ -12,7 +12,7 @@ RESULTS = {"mcu": {"m4f": {"k_hop": 168000, "goal_hop": 336000, "forward": 16800
 
 
 def test_board_compute_is_instructions_times_cpi_over_clock():
-    c = budget.board_compute(RESULTS, "stm32f4-168mhz")   # 1.5 cycles per instruction, 168 MHz
+    c = hop_compute.board_compute(RESULTS, "stm32f4-168mhz")   # 1.5 cycles per instruction, 168 MHz
     assert c == pytest.approx({"k_us": 1500.0, "goal_us": 3000.0, "fwd_us": 150.0, "wake_us": 15.0})
 
 
