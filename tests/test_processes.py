@@ -1,10 +1,12 @@
 """Desktop multi-process mode: one real MicroPython process per link (DESIGN 13)."""
 import os
 import signal
+import threading
 import time
 
 import pytest
 
+from firmware import safety
 from host.run import run_scenario
 from host.runners import processes
 from host.runners.base import Aborted
@@ -77,6 +79,41 @@ def test_lockstep_is_synthetic_and_matches_inprocess(bus, wire, topology, joint_
     ref, _ = run_scenario(_short(seconds=1.0), tmp_path / "i", quiet=True, make_plots=False)
     assert s["status"] == "ok" and s["clock"] == "synthetic" and s["missed_cycles"] == 0
     assert s.get("topology") == topology
+    assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 1e-6 + 1e-3 * ref["e_rms_m"]
+
+
+@pytest.mark.parametrize("bus,wire", [("uart", "pty"), ("can", "socket")])
+def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
+    """Lockstep: no time passes between SYNCs, so a stall must change nothing. The host
+    stops for 150 ms between ticks 30 and 31, and link 5 for 150 ms inside tick 60 (links
+    6-10 hear nothing, links 1-4 wait for the goal): both are longer than a link's idle
+    wait (100 ms) and its silent-bus watchdog (watchdog_ms, 50 ms), which once braked
+    every link whatever the clock. Same result as in-process, every link running."""
+    procs, stall = [], 0.15
+    real_start, real_exchange = processes.Cluster.start, processes.make_exchange
+
+    def start(self):
+        real_start(self)
+        procs.extend(self.procs)
+
+    def make_exchange(*a, **kw):
+        exchange = real_exchange(*a, **kw)
+
+        def stalled(frames, k):
+            if k == 31:
+                time.sleep(stall)
+            if k == 60:
+                os.kill(procs[4].pid, signal.SIGSTOP)
+                threading.Timer(stall, os.kill, (procs[4].pid, signal.SIGCONT)).start()
+            return exchange(frames, k)
+        return stalled
+    monkeypatch.setattr(processes.Cluster, "start", start)
+    monkeypatch.setattr(processes, "make_exchange", make_exchange)
+    s, _ = run_scenario(_short(seconds=1.0), tmp_path, mode="processes", quiet=True, make_plots=False,
+                        bus=bus, lockstep=True, wire=wire)
+    ref, _ = run_scenario(_short(seconds=1.0), tmp_path / "i", quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert [(n["state"], n["faults"]) for n in s["nodes"]] == [(safety.RUN, 0)] * 10
     assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 1e-6 + 1e-3 * ref["e_rms_m"]
 
 

@@ -11,7 +11,7 @@ import time
 
 from bus_protocol import messages as m
 from host.runners.base import Aborted
-from host.runners.processes import drain, make_exchange, realtime_host
+from host.runners.processes import drain, make_exchange, realtime_host, reset_links
 from host.transports import open_transport
 
 
@@ -66,7 +66,7 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, **_):
         except Aborted as e:
             loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
             return loop.status
-        tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
+        reset_links(tr, lockstep)
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         with realtime_host(loop):

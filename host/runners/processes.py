@@ -599,6 +599,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     loop.vm_pauses = None
     try:
         loop.node_ready = cluster.ready_lines
+        reset_links(cluster.transport, lockstep)
         if not lockstep:
             loop.vm_pauses = start_vm_pauses()
         exchange = make_exchange(loop, cluster.transport, lockstep, cluster.check, io=cluster.io)
@@ -619,6 +620,13 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
             loop.vm_pause_totals = loop.vm_pauses.totals()
             loop.vm_pauses.close()
     return loop.status
+
+
+def reset_links(transport, lockstep):
+    """COMMAND RESET to every link before the first tick: a fresh run, and its clock
+    (arg 1: synthetic, no time passes between SYNCs, so the links' silent-bus watchdog
+    is off: a host or link held up between or within ticks changes nothing)."""
+    transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
 
 
 def start_vm_pauses():
