@@ -273,7 +273,8 @@ class LinkAgent:
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
-                                     self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF))
+                                     self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
+                                     self.stale_kin & 0xFFFF, self.late & 0xFFFF))
 
     def on_command(self, cmd, arg):
         if cmd == m.CMD_BRAKE:
