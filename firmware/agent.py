@@ -135,6 +135,10 @@ class LinkAgent:
         self.t_sync = self.hal.ticks_us()
         self.tick = tick
         self._n_assert = 0
+        if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
+            wait = getattr(self.hal, "wait_state", None)
+            if wait is not None:
+                wait(tick)
         self.sample()
         self.safety.on_sample(tick, self.q, self.qd)
         # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from bus_protocol import messages as m
 from host.run import run_scenario
 from host.runners import inprocess, processes, wallclock
 from host.runners.base import Aborted, ControlLoop
@@ -101,10 +102,19 @@ def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
     stops for 150 ms before tick 31, and link 5 for 150 ms inside tick 60 (links 6-10
     hear nothing, links 1-4 wait for the goal): both longer than a link's idle wait
     (100 ms) and its silent-bus watchdog (the default watchdog_ms, 50 ms), which once
-    braked the links whatever the clock. The in-process run to the last digit, every
-    link running."""
+    braked the links whatever the clock. The joint states of tick 90 reach the links
+    100 ms after the tick's SYNC (their own wire, held up), which a link once did not
+    wait for: it sampled tick 89's. The in-process run to the last digit, every link
+    running."""
     procs, stall = [], 0.15
     real_start, real_exchange = processes.Cluster.start, wallclock.make_exchange
+    real_send = processes.JointIO.send
+
+    def send(self, frame):
+        if m.Decoder().decode(frame)[4][0] == 90:
+            threading.Timer(0.1, real_send, (self, frame)).start()
+        else:
+            real_send(self, frame)
 
     def start(self):
         real_start(self)
@@ -123,6 +133,7 @@ def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
         return stalled
     monkeypatch.setattr(processes.Cluster, "start", start)
     monkeypatch.setattr(wallclock, "make_exchange", make_exchange)
+    monkeypatch.setattr(processes.JointIO, "send", send)
     s, out = run_scenario(scenario(watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
                           make_plots=False, bus=bus, lockstep=True, wire=wire)
     ref, ref_out = run_scenario(scenario(watchdog_ms=None), tmp_path / "i", quiet=True, make_plots=False)
