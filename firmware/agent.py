@@ -159,9 +159,13 @@ class LinkAgent:
         SYNC for watchdog_ms the bus is lost (the per-cycle watchdog needs SYNCs to run),
         so brake, and keep the brake PD going at the loop's rate. True while braked.
         In a lockstep run no time passes between SYNCs (the plant waits for the host),
-        so a quiet bus is no fault and there is nothing to hold (docs/design.md §13)."""
+        so a quiet bus is no fault and there is nothing to hold (docs/design.md §13);
+        the joint is still read, which feeds a board's hardware watchdog (wdt_ms)."""
         sf = self.safety
-        if sf.state == safety.INIT or self.lockstep:
+        if sf.state == safety.INIT:
+            return False
+        if self.lockstep:
+            self.hal.read()
             return sf.state == safety.BRAKED
         if ticks_diff(self.hal.ticks_us(), self.t_sync) > 1000 * sf.watchdog_ms:
             if sf.state != safety.BRAKED:
