@@ -200,9 +200,14 @@ def hop_lines(text):
     return vals
 
 
-def parse_compute(spec):
+def parse_compute(spec, board=None):
     """`--compute`: "k_us=900,goal_us=700,..." or "@FILE", a file holding the output of
-    benchmarks/mp_node_cycle.py (run on the board: mpremote run benchmarks/mp_node_cycle.py)."""
+    benchmarks/mp_node_cycle.py (run on the board: mpremote run benchmarks/mp_node_cycle.py),
+    or "@bench/results.json" (make mcu-bench) priced for `board` (default stm32f4-168mhz)."""
+    if spec.startswith("@") and spec.endswith(".json"):   # make mcu-bench's bench/results.json
+        import json
+        with open(spec[1:]) as f:
+            return board_compute(json.load(f), board or "stm32f4-168mhz")
     if spec.startswith("@"):
         with open(spec[1:]) as f:
             vals = hop_lines(f.read())
@@ -221,6 +226,50 @@ def parse_compute(spec):
         if vals[k] < 0:
             raise ValueError("compute: %s must be >= 0" % k)
     return vals
+
+
+# Boards priced from instruction counts measured on the emulated microcontroller
+# (make mcu-bench -> bench/results.json "mcu"): name -> (build, clock MHz, cycles per
+# instruction). QEMU counts instructions, not cycles; 1.5 cycles per instruction is the
+# pessimistic end of a Cortex-M4F running from flash behind the STM32F4's ART cache and of
+# a Cortex-M0+ executing from the RP2040's XIP flash cache (1.0 when every fetch hits).
+BOARDS = {
+    "stm32f4-168mhz": ("m4f", 168.0, 1.5),
+    "rp2040-125mhz": ("m0plus", 125.0, 1.5),
+}
+
+
+def board_compute(results, board):
+    """Per-hop compute (us) of `board` from make mcu-bench's results: a hop's measured
+    instructions x cycles per instruction / clock. wake_us is an idle poll round: the
+    most a board's loop takes to notice a frame that has arrived (the UART or CAN
+    interrupt ends its machine.idle())."""
+    if board not in BOARDS:
+        raise ValueError("board must be one of %s, not %r" % (", ".join(sorted(BOARDS)), board))
+    build, mhz, cpi = BOARDS[board]
+    r = results.get("mcu", {}).get(build)
+    if r is None:
+        raise ValueError("bench/results.json has no mcu.%s figures: run make mcu-bench" % build)
+    us = cpi / mhz   # microseconds per instruction
+    return {"k_us": r["k_hop"] * us, "goal_us": r["goal_hop"] * us, "fwd_us": r["forward"] * us,
+            "wake_us": r["idle_poll"] * us}
+
+
+def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
+                   buses=("uart:1000000", "uart:2000000", "uart:4000000", "canfd:1000000/5000000")):
+    """Rows (board, links, bus, topology, max_rate_hz, {rate: fits}) for every board whose
+    build was measured, plant "real" (boards with their own encoders and motors)."""
+    rows = []
+    for board in sorted(BOARDS):
+        if BOARDS[board][0] not in results.get("mcu", {}):
+            continue
+        c = board_compute(results, board)
+        for n in links:
+            for bus in buses:
+                r = simulate(n, bus, "real", c, "ring")
+                rows.append((board, n, bus, r["topology"], r["max_rate_hz"],
+                             dict((f, r["max_rate_hz"] >= f) for f in rates)))
+    return rows
 
 
 def measure_compute(micropython=None, port=None):

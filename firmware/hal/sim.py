@@ -5,7 +5,7 @@ from firmware.hal import ticks_us
 
 class SimHAL:
     def __init__(self, send=None):
-        self._send = send
+        self.send = send   # send(buf, n): the bus (a node sets its own); no wrapper call per frame
         self.q = 0.0
         self.qd = 0.0
         self.state_tick = -1   # the tick of the joint state held
@@ -34,6 +34,3 @@ class SimHAL:
 
     def set_brake(self, on):
         self.braked = on
-
-    def send(self, buf, n):
-        self._send(buf, n)

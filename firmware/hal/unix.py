@@ -59,7 +59,7 @@ class _Paced:
 
 class StreamPort(_Paced):
     """A UART-like byte port on a file object (pty slave opened by path, or an
-    inherited pty master on stdin). write(buf) -> n ; readinto(buf) -> n or None."""
+    inherited pty master on stdin). write(buf[, n]) -> n ; readinto(buf) -> n or None."""
 
     def __init__(self, f, baud=0):
         _Paced.__init__(self, baud)
@@ -69,7 +69,9 @@ class StreamPort(_Paced):
     def fileno(self):
         return self.f.fileno()
 
-    def write(self, buf):
+    def write(self, buf, n=None):
+        if n is not None and n < len(buf):
+            buf = memoryview(buf)[:n]
         if self.us_per_byte:
             self._queue(bytes(buf), len(buf))
             return len(buf)
