@@ -182,6 +182,20 @@ class SimIO(SimHAL):
         self.s.bind(socket.getaddrinfo(host, io_base + link)[0][-1])
         self.s.setblocking(False)
         self.host_addr = socket.getaddrinfo(host, io_base)[0][-1]
+        self._poll = select.poll()
+        self._poll.register(self.s, select.POLLIN)
+
+    def wait_state(self, tick, ms=5000):
+        """Lockstep: block until the joint state of `tick` is in (or ms pass, when the
+        host gives up on the tick anyway). It comes on this wire, apart from the SYNC on
+        the bus, and may trail it on a busy machine. -> True if it is in."""
+        end = time.ticks_add(time.ticks_ms(), ms)
+        while True:
+            self.read()
+            left = time.ticks_diff(end, time.ticks_ms())
+            if self.state_tick >= tick or left <= 0:
+                return self.state_tick >= tick
+            self._poll.poll(left)
 
     def read(self):
         while True:
