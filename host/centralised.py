@@ -173,6 +173,6 @@ class Centralised(GoalProcess):
 
 
 def run(loop, progress=None):
-    """Run a centralised controller through the shared control loop (in-process only)."""
+    """Run a centralised controller through the shared control loop (in-process only); -> loop.stats."""
     loop.gp = Centralised(loop.sc, loop.plant)
-    return loop.run(lambda frames, k: None, progress)
+    return loop.run(lambda frames, k, deadline: None, progress)

@@ -48,12 +48,11 @@ def inprocess(n, duration):
     bus.agents = make_agents(loop.sc, bus.send)
     for a in bus.agents:
         a.receive = timed(a.receive)
-    loop.agents = bus.agents
     t0 = time.perf_counter()
-    loop.run(lambda frames, k: bus.run(frames))
+    stats = loop.run(lambda frames, k, deadline: bus.run(frames))
     wall = time.perf_counter() - t0
-    if loop.status != "ok":
-        raise RuntimeError("dof%d in-process: %s" % (n, loop.reason))
+    if stats.status != "ok":
+        raise RuntimeError("dof%d in-process: %s" % (n, stats.reason))
     ticks = len(loop.rec)
     steps = round(loop.sc.duration / loop.sc.timestep)
     return spent[0] / 1e3 / (ticks * n), wall / (steps * n) * 1e3, ticks
