@@ -1,36 +1,21 @@
 # A node's bus loop: frames in from its port(s), routed to the agent or passed on;
 # the agent's frames out to the right port. Same code on boards, on MicroPython unix
 # processes and in tests. Ports (firmware/hal/*) come in two shapes:
-#   byte-stream port (UART):  write(buf) -> n ;  readinto(buf) -> n or None  (non-blocking)
+#   byte-stream port (UART):  write(buf, n) -> n  (buf[:n]; as a MicroPython stream's
+#                             write(buf, max_len)) ;  readinto(buf) -> n or None  (non-blocking)
 #   frame port (CAN, CAN-FD): send(frame) ;      recv() -> frame bytes or None (non-blocking)
+from array import array
+
 from bus_protocol import framing
 from bus_protocol import messages as m
 
 
 _MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
-
-
-def cobs_peek(data, i, j, k):
-    """Byte k of the frame COBS-encoded in data[i:j], without decoding it (None if short)."""
-    out = 0
-    while i < j:
-        code = data[i]
-        if code == 0:
-            return None
-        run = code - 1
-        if k < out + run:
-            p = i + 1 + k - out
-            return data[p] if p < j else None
-        out += run
-        i += code
-        if code < 0xFF:
-            if k == out:
-                return 0 if i < j else None
-            out += 1
-    return None
-
-
-_POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
+# Transmit buffer per port (two longest frames; a fuller round is written in parts) and
+# decoded frames held per poll round (more are handed to the agent in batches): RAM after
+# init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
+_TX = 2 * (_MAX_WIRE + 1)
+_POOL = 8
 
 
 class ChainNode:
@@ -47,12 +32,12 @@ class ChainNode:
     from link 1 and up from link N, and stop where they meet: a node that has had this
     tick's GOAL neither passes on nor takes the other wave's copies (N/2 hops, not N).
     Anything else arriving from down on a healthy ring is not for this topology and is
-    ignored. A ring routes around a dead node (docs: faults/REPORT.md): a node whose down
-    wire is gone (its write fails) sends everything up instead; frames for the host or for
-    links beyond that come from down are passed up (the long way, through the host, which
-    puts them into the tip's end), and on the far side frames for base-ward links that come
-    from down are taken and passed up. With `overhear` = d a KINEMATIC frame also reaches the
-    d links after its destination (their neighbour checks and bridges: firmware/neighbours.py).
+    ignored. A ring routes around a dead node (faults/REPORT.md): a node whose down wire is
+    gone (its write fails) sends everything up instead; frames for the host or for links
+    beyond that come from down are passed up (the long way, through the host, which puts
+    them into the tip's end), and on the far side frames for base-ward links that come from
+    down are taken and passed up. With `overhear` = d a KINEMATIC frame also reaches the d
+    links after its destination (their neighbour checks and bridges: firmware/neighbours.py).
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
     decoded) and before the agent works on its own (cut-through): a SYNC runs down the
     chain ahead of the kinematic wave, so each agent has sampled its joint and built
@@ -67,17 +52,22 @@ class ChainNode:
         self.ring = ring
         self.to_links = None if ring and tip else down   # toward links > this one
         self.to_host = down if ring and down is not None else up
+        self._host_side = 0 if self.to_host is up else 1
         self.overhear = overhear
         self.down_dead = False        # ring: the down wire's far end is gone
         self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
-        self.ignored = 0              # ring: frames from down that are not the goal wave
+        # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
+        # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
+        # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
+        # move the bytes).
         self._rx = bytearray(bufsize)
-        self._rxv = memoryview(self._rx)
-        self._carry = [b"", b""]      # partial COBS run per port (up, down)
-        self._tx_up = bytearray()     # bytes queued per port, written once per poll round
-        self._tx_down = bytearray()
-        self._mine = []               # (buffer, length) of this round's own frames
+        self._acc = (bytearray(_MAX_WIRE), bytearray(_MAX_WIRE))   # the COBS run so far, per port
+        self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
+        self._tx = (bytearray(_TX), bytearray(_TX))   # up, down
+        self._txn = [0, 0]            # bytes queued per port, written once per poll round
         self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
+        self._mine_n = array("H", bytes(2 * _POOL))   # lengths of this round's own frames
+        self._nmine = 0
         self._wire = bytearray(_MAX_WIRE)   # the agent's frame, COBS-encoded
         self._batch = False
         self.forwarded = 0
@@ -86,93 +76,132 @@ class ChainNode:
 
     def send(self, buf, n=None):
         k = framing.cobs_encode_into(buf, len(buf) if n is None else n, self._wire)
-        self._route(buf[2], memoryview(self._wire)[:k], None)
+        self._route(buf[2], self._wire, (k - 1) << 16, None)
         if not self._batch:
             self.flush()
 
     def flush(self):
-        if self._tx_down:
-            self.down.write(self._tx_down)
-            self._tx_down = bytearray()
-            if self.ring and getattr(self.down, "hup", False) and not self.down_dead:
+        n = self._txn
+        if n[1]:
+            self.down.write(self._tx[1], n[1])
+            n[1] = 0
+            if self.ring and not self.down_dead and getattr(self.down, "hup", False):
                 self.down_dead = True     # route around it: everything goes up from now on
                 self.to_links = None
                 self.to_host = self.up
-        if self._tx_up:
-            self.up.write(self._tx_up)
-            self._tx_up = bytearray()
+                self._host_side = 0
+        if n[0]:
+            self.up.write(self._tx[0], n[0])
+            n[0] = 0
 
-    def _route(self, dst, wire, came_from):
+    def _queue(self, side, data, span):
+        """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
+        transmit buffer (span packs start and end: framing.put)."""
+        o = self._txn[side]
+        if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
+            self.flush()
+            o = 0
+        self._txn[side] = framing.put(self._tx[side], o, data, span)
+
+    def _route(self, dst, data, span, came_from):
         if self.down_dead or (self.ring and came_from is self.down and came_from is not None):
             if came_from is not self.up or dst == m.HOST or dst > self.link:
-                self._tx_up += wire       # a ring around a dead node: the other way round
+                self._queue(0, data, span)   # a ring round a dead node: the other way round
             return
         if dst == m.HOST:
             if came_from is self.to_host:   # host-bound against the flow: a node
                 self.dropped += 1            # configured for the other topology
-            elif self.to_host is self.up:
-                self._tx_up += wire
             else:
-                self._tx_down += wire
+                self._queue(self._host_side, data, span)
             return
         if dst == m.BROADCAST or dst > self.link:
             if self.to_links is not None and came_from is not self.down:
-                self._tx_down += wire
+                self._queue(1, data, span)
         if dst == m.BROADCAST or dst < self.link:
             if came_from is not self.up:
-                self._tx_up += wire
+                self._queue(0, data, span)
 
     def _pump(self, port, side):
         n = port.readinto(self._rx)
         if not n:
             return 0
-        data = bytes(self._rxv[:n])
-        carry = self._carry[side]
-        if carry:
-            data = carry + data
+        rx = self._rx
+        acc = self._acc[side]
+        st = self._st[side]
+        link = self.link
         i = 0
         k = 0
-        link = self.link
-        while True:
-            j = data.find(b"\x00", i)
-            if j < 0:
-                break
-            if j > i:
-                k += 1
-                dst = cobs_peek(data, i, j, 2) if j - i <= _MAX_WIRE else None
-                if dst is None:
+        while i < n:
+            j = framing.find0(rx, i, n) if st[0] == 0 and st[1] == 0 else -1
+            if j >= 0:
+                # no run carried over and the frame lies whole in this read: it is
+                # routed and decoded where it is (not copied first: -4k instructions a
+                # frame on a Cortex-M4F)
+                data = rx
+                a = i
+                i = j + 1
+            else:
+                i = framing.split_into(rx, i, n, acc, st)
+                if i < 0:
+                    break           # a partial run: continues with the next read
+                data = acc
+                a = 0
+                j = st[0]
+                st[0] = 0
+                if st[1]:           # overlong run: no frame of ours, resync at its delimiter
+                    st[1] = 0
                     self.dropped += 1
+                    continue
+            if j == a:
+                continue            # empty run (0x00 0x00)
+            k += 1
+            # one COBS frame data[a:j], written out here, not in a method of its own:
+            # a call costs ~700 instructions on a Cortex-M4F
+            dst = framing.cobs_peek(data, a, j, 2) if j - a <= _MAX_WIRE else -1
+            if dst < 0:             # malformed, or longer than any frame
+                self.dropped += 1
+                self.agent.decoder.bad += 1
+                continue
+            if self.ring and not self._ring_admits(data, a, j, dst, port):
+                continue
+            # a neighbour's packet (firmware/neighbours.py): taken, and passed on to the
+            # links after it that overhear it too
+            near = self.overhear and dst <= link and link - dst <= self.overhear \
+                and framing.cobs_peek(data, a, j, 0) == m.KINEMATIC
+            if near:
+                if link - dst < self.overhear and port is self.up:
+                    self.forwarded += 1
+                    self._route(link + 1, data, a | (j << 16), port)
+            elif dst != link:
+                self.forwarded += 1
+                self._route(dst, data, a | (j << 16), port)
+            if dst == link or dst == m.BROADCAST or near:
+                if self._nmine == _POOL:
+                    self._deliver()     # pool full: hand over what is there first
+                nf = framing.cobs_decode_into(data, a, j, self._pool[self._nmine])
+                if nf < 0:
                     self.agent.decoder.bad += 1
-                elif not self.ring or self._ring_admits(data, i, j, dst, port):
-                    near = self.overhear and dst <= link and link - dst <= self.overhear \
-                        and cobs_peek(data, i, j, 0) == m.KINEMATIC   # a neighbour's packet
-                    if dst != link or (near and self.overhear and port is self.up):
-                        if not near or link - dst < self.overhear:
-                            self.forwarded += 1
-                            self._route(dst if not near else link + 1, data[i:j + 1], port)
-                    if dst == link or dst == m.BROADCAST or near:
-                        mine = self._mine
-                        buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
-                        nf = framing.cobs_decode_into(data, i, j, buf)
-                        if nf < 0:
-                            self.agent.decoder.bad += 1
-                        else:
-                            mine.append((buf, nf))
-            i = j + 1
-        if len(data) - i > _MAX_WIRE:    # no delimiter in sight: resync at the next 0x00
-            self.dropped += 1
-            self._carry[side] = b""
-        else:
-            self._carry[side] = data[i:]
+                else:
+                    self._mine_n[self._nmine] = nf
+                    self._nmine += 1
         return k
+
+    def _deliver(self):
+        """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
+        works through this round's own frames."""
+        self.flush()
+        for f in range(self._nmine):
+            self.agent.receive(self._pool[f], self._mine_n[f])
+        self._nmine = 0
+        self.flush()
 
     def _ring_admits(self, data, i, j, dst, port):
         """Ring: the goal waves. False for a frame to leave alone (neither passed on nor
-        taken): anything from down but the host's goal batch (broadcast ASSERT, GOAL),
-        and that batch once this tick's GOAL has been here."""
+        taken): the host's goal batch (broadcast ASSERT, GOAL) once this tick's GOAL has been
+        here. Frames from down other than that batch come only round a dead node."""
         if dst == m.HOST or (port is self.down and dst != m.BROADCAST):
             return True   # the long way round a dead node (a healthy ring has none of these)
-        mt = cobs_peek(data, i, j, 0) if dst == m.BROADCAST else None
+        mt = framing.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
         if mt != m.GOAL and mt != m.ASSERT:
             return True   # from down only when the host routes round a dead node
         tick = self.agent.tick
@@ -189,12 +218,9 @@ class ChainNode:
         k = self._pump(self.up, 0)
         if self.down is not None:
             k += self._pump(self.down, 1)
-        if k:
-            mine = self._mine
-            self.flush()   # passing traffic first (cut-through): SYNC runs ahead of K
-            for f in mine:
-                self.agent.receive(f[0], f[1])
-            del mine[:]
+        if self._nmine:
+            self._deliver()
+        elif k:
             self.flush()
         self._batch = False
         return k

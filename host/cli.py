@@ -23,6 +23,9 @@ def cmd_run(a):
 
 # ---- thesis experiments, thesis scenario format, animation (issue 4) ----------------
 def cmd_experiments(a):
+    if a.gains or a.timing:
+        from host import gains, timing
+        return (gains if a.gains else timing).main(a)
     from host import experiments
     return experiments.main(a)
 
@@ -61,6 +64,10 @@ def _add_thesis_commands(sub):
     e.add_argument("--jobs", type=int, default=2, help="parallel processes (default 2)")
     e.add_argument("--out", help="output directory (default experiments/)")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.add_argument("--gains", action="store_true", help="instead: the RMDAC gain (Appendix D), control-rate and "
+                   "arbitration-weight sweeps -> experiments/GAINS.md (at most 2 processes)")
+    e.add_argument("--timing", action="store_true", help="instead: compute per link per cycle for 5-20 links, "
+                   "in-process and in MicroPython processes (Table 6.10's dT_N) -> experiments/TIMING.md")
     e.set_defaults(fn=cmd_experiments)
     c = sub.add_parser("convert", help="convert a thesis NAME.scenario directory (Appendix C) to TOML")
     c.add_argument("directory")
@@ -134,16 +141,20 @@ def cmd_scan(a):
 
 
 def cmd_budget(a):
-    from host import budget
+    from host import budget, hop_compute
     compute = {}
     try:
         if a.measure_on:
-            compute = budget.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
+            compute = hop_compute.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
             if not compute:
                 sys.stderr.write("linkteam budget: the benchmark printed no HOP lines on %s\n" % a.measure_on)
                 return 1
         if a.compute:
-            compute.update(budget.parse_compute(a.compute))
+            compute.update(hop_compute.parse_compute(a.compute, a.board))
+        elif a.board:
+            import json
+            with open(a.results) as f:
+                compute = hop_compute.board_compute(json.load(f), a.board)
         print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
@@ -250,6 +261,10 @@ def main(argv=None):
     g.add_argument("--compute", metavar="NAME=US,...|@FILE",
                    help="per-hop compute in us (k_us, goal_us, fwd_us, host_us, wake_us), or @FILE holding "
                         "mp_node_cycle.py's output from a board; overrides --measure-on")
+    g.add_argument("--board", choices=("stm32f4-168mhz", "rp2040-125mhz"),
+                   help="per-hop compute of this board from make mcu-bench's instruction counts "
+                        "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
+    g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

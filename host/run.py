@@ -11,6 +11,7 @@ import numpy as np
 from bus_protocol import states
 from host import logs, metrics, plots
 from host.runners.base import ControlLoop
+from host.scenario import ScenarioError
 
 
 def vm_steal_ms():
@@ -26,6 +27,9 @@ def vm_steal_ms():
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
     """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir);
     returns (summary, run directory)."""
+    if sc.controller["kind"] != "multiagent" and mode != "inprocess":
+        raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
+                            "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
     with logs.RunDir(out_dir or Path("runs") / sc.name, header) as rd:
         summary = _run(sc, rd, mode, quiet, make_plots, opts)
@@ -39,7 +43,10 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     rd.attach(loop)
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
-    if mode == "inprocess":
+    if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
+        from host import centralised
+        stats = centralised.run(loop, progress)
+    elif mode == "inprocess":
         from host.runners import inprocess
         stats = inprocess.run(loop, progress)
     elif mode == "hil":
@@ -53,7 +60,7 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     arr = loop.rec.arrays() if len(loop.rec) else {}
     q_c = np.array([0.5 * (L["q_low"] + L["q_high"]) for L in sc.links])
     summary = {"scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
-               "control_rate_hz": sc.control_rate_hz, "sim_seconds": float(arr["t"][-1]) if arr else 0.0}
+               "controller": sc.controller["kind"], "control_rate_hz": sc.control_rate_hz, "sim_seconds": float(arr["t"][-1]) if arr else 0.0}
     summary.update(stats.summary())
     summary["realtime_factor"] = summary["sim_seconds"] / max(stats.wall_seconds, 1e-9)
     summary.update(metrics.summarise(arr, q_c))

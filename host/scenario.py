@@ -98,6 +98,12 @@ SCHEMA = {
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),
     "fault": ("array", FAULT),   # fault injection schedules (sim_host/faults.py)
+    # centralised baselines (host/centralised.py): task-space kp, kv (RMAC 8.342) or joint-space
+    # KP, KD (computed torque, Hamilton et al. eq. 2), IK gain, damped least-squares lambda
+    "controller": {"kind": F("str", "multiagent", choices=("multiagent", "rmac", "rmac-nullspace", "computed-torque")),
+                   "kp": F("float", 100.0, 0.0), "kv": F("float", 20.0, 0.0),
+                   "k_ik": F("float", 10.0, 0.0), "dls_lambda": F("float", 0.05, 0.0),
+                   "model_payload": F("bool", True)},
 }
 
 
@@ -265,6 +271,7 @@ class Scenario:
         for i, cfg in enumerate(self.agent_configs):
             self._neighbours(i, cfg)
         self._injections()
+        self.controller = raw["controller"]
 
     def _links(self, rob):
         links = [dict(rob["link"]) for _ in range(self.n)]

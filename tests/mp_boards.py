@@ -447,7 +447,7 @@ def chain_cycle(ring, split_goal=False):
     assert nodes[0].dropped == nodes[1].dropped == 0
     if split_goal:   # link 1 applies both gravity assertions, link 2 its own, each once
         assert [nd.agent._n_assert for nd in nodes] == [2, 1], [nd.agent._n_assert for nd in nodes]
-        assert nodes[1].goal_tick == 5 and nodes[0].ignored == nodes[1].ignored == 0
+        assert nodes[1].goal_tick == 5
     return hals
 
 

@@ -62,9 +62,8 @@ class Cluster:
 
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
                  wire="socket", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
-                 joint_io="wire", heapsize="256K", realtime=True, topology="ring", lockstep=False):
+                 joint_io="wire", heapsize="256K", realtime=True, topology="ring"):
         self.sc, self.bus, self.baud = sc, bus, baud
-        self.lockstep = lockstep   # synthetic time: the nodes' wall-clock watchdog waits longer
         if topology not in ("ring", "chain"):
             raise ValueError("topology must be ring or chain, not %r" % topology)
         self.topology = topology        # uart: "ring" (tip -> host return wire) or "chain"
@@ -167,8 +166,6 @@ class Cluster:
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
             if overhear:   # neighbours' packets: CAN filters take them, UART nodes pass them on
                 cfgs[i]["bus"]["overhear"] = overhear
-            if self.lockstep:   # a tick may take a while of wall clock, and a silent node longer
-                cfgs[i]["safety"] = dict(cfgs[i].get("safety", {}), watchdog_ms=2000)
             path = self.dir / ("link%02d.json" % (i + 1))
             path.write_text(json.dumps(cfgs[i]))
             log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
@@ -358,13 +355,14 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         return stats
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
-                          topology=topology, lockstep=lockstep).__enter__()
+                          topology=topology).__enter__()
     except (Aborted, RuntimeError) as e:
         stats.abort(str(e))
         return stats
     pauses = None
     try:
         stats.node_ready = cluster.ready_lines
+        wallclock.reset_links(cluster.transport, lockstep)
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         crashes = loop.faults.of(("node_crash",))
         if lockstep:
