@@ -219,4 +219,4 @@ def test_a_lockstep_run_has_no_silent_bus_watchdog():
         assert rig.cycle(0, q=0.2)
         clock[0] += 10_000_000
         assert rig.agent.idle() is braked and reads[-1] == clock[0]
-        assert (rig.agent.safety.faults == safety.F_LOST_BUS) is braked
+        assert (rig.agent.safety.faults == safety.F_BUS_LOST) is braked
