@@ -2,7 +2,7 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, kinematic_bus, safety
+from firmware import behaviours, global_proxy, identification, kinematic_bus, safety
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
@@ -43,6 +43,7 @@ class LinkAgent:
                                                float(rmoa.get("f_max", 1e9)))
         grav = beh.get("gravity")
         g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
+        self.g = g
         # own weight couplet force m*g (DESIGN 5, gravity compensation by assertion);
         # asserting -m*g means "apply the force that holds the weight up".
         self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
@@ -66,6 +67,10 @@ class LinkAgent:
         self.status_every = int(cfg.get("status_every", 12))
         self._safety_cfg = cfg.get("safety", {})
         self._brake_at_start = cfg.get("brake_at_start")
+        load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
+        self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
+        ident = cfg.get("identify")   # the last links identify a load nobody told them of
+        self.ident = None if ident is None else identification.LinkIdent(ident, self)
         self.new_run()
 
         self.decoder = m.Decoder()
@@ -83,6 +88,8 @@ class LinkAgent:
         self.p_prev = (0.0, 0.0, 0.0)
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
+        self.vel = (0.0, 0.0, 0.0)
+        self.w = (0.0, 0.0, 0.0)
         self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
         self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
         self._n_assert = 0
@@ -127,6 +134,8 @@ class LinkAgent:
                 feed(v)
         elif mtype == m.COMMAND:
             self.on_command(v[0], v[1])
+        elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
+            self.ident.est.on_ident(src, v)
 
     # ---- one cycle (DESIGN 6) ------------------------------------------------------
     def on_sync(self, tick):
@@ -175,15 +184,24 @@ class LinkAgent:
         self.z = z
         self.quat = quat
         self.p = p
+        self.vel = vel
+        self.w = w
         self.kin_tick = self.tick
         # Assertions leave before K_i so that, on every medium (FIFO per node), they reach
         # the host ahead of K_N, which is when the host rebroadcasts them with the goal.
         if self.weight is not None:   # gravity compensation by assertion
-            pc = _to_world(quat, p, self.centroid)
-            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + pc + self.weight)
+            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + self.weight_couplet(quat, p))
         if self.rmoa is not None and self.hal.range_valid:
             self.assert_rmoa(quat, p)
         self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+
+    def weight_couplet(self, quat, p):
+        """(p, f) of the link's weight, with the load it carries: told (`load`) or its
+        estimate (identification `use`)."""
+        load = self.ident.load() if self.ident is not None and self.ident.use else self.load
+        if load is None:
+            return _to_world(quat, p, self.centroid) + self.weight
+        return identification.weight_couplet(quat, p, load[0], load[1], self.g, self.mass, self.centroid)
 
     def assert_rmoa(self, quat, p):
         """Step 5: range to the nearest obstacle under the clearance -> RMOA couplet."""
@@ -222,6 +240,7 @@ class LinkAgent:
 
     def actuate(self, goal):
         c = self.components
+        u_prev = self.u   # held since the last tick (the identification's interval)
         for j in range(6):
             c[j] = 0.0
         q = self.q
@@ -263,6 +282,8 @@ class LinkAgent:
         # host's simulated plant on a wire of its own (hal.report), through that wire
         self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
                   getattr(self.hal, "report", None))
+        if self.ident is not None:
+            self.ident.after_torque(self, u_prev)
         # STATUS after the torque, when the cycle's traffic is through, and staggered by
         # link so that a chain carries about one per tick, never N at once
         if self.tick % self.status_every == self.link % self.status_every:
@@ -271,6 +292,8 @@ class LinkAgent:
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
                                      self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF))
+        if self.ident is not None and self.ident.est is not None:
+            self.send(m.ESTIMATE, m.HOST, (self.tick & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 
     def on_command(self, cmd, arg):
         if cmd == m.CMD_BRAKE:

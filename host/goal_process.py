@@ -32,6 +32,7 @@ class GoalProcess:
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}
         self.logs = []
+        self.estimates = []   # (t, tick, theta) of the last link's ESTIMATE frames
         self.closed = False
         self.late_asserts = 0
         self.ee = None        # (quat, p, v, w) from K_N, float32 from the wire
@@ -84,6 +85,8 @@ class GoalProcess:
                 self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
+        elif mtype == m.ESTIMATE:
+            self.estimates.append((self.t, v[0], v[1:]))
         elif mtype == m.LOG:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
         return []

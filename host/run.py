@@ -96,11 +96,18 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     if loop.traceback:
         log_lines.append(loop.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    if loop.gp.estimates:   # the last link's load estimate (seed 001)
+        from host import identification
+        summary["payload_estimate"] = identification.summarise(sc, loop.gp.estimates)
+        meta.update(identification.arrays(loop.gp.estimates))
     logs.write_run(out_dir, summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
             plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
                             spatial=sc.task == "spatial")
+            if loop.gp.estimates:
+                from host import identification
+                identification.plot(sc, loop.gp.estimates, out_dir)
         except Exception as e:  # plots must never lose the run
             (out_dir / "run.log").open("a").write("plotting failed: %r\n" % (e,))
     return summary, out_dir
