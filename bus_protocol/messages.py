@@ -36,7 +36,7 @@ COMMAND = const(0x09)
 LOG = const(0x0A)
 IDENT = const(0x0B)      # identification row of a window link, to the last link
 ESTIMATE = const(0x0C)   # the last link's load estimate, to the host
-TIMING = const(0x0D)     # a node's finish times of its last 12 cycles, to the host
+TIMING = const(0x0D)     # a node's completion history of its last 12 cycles, to the host
 
 NAMES = {SYNC: "SYNC", JOINT_STATE: "JOINT_STATE", KINEMATIC: "KINEMATIC",
          GOAL: "GOAL", ASSERT: "ASSERT", TORQUE: "TORQUE", STATUS: "STATUS",
@@ -84,7 +84,7 @@ _FMT = (
     "",            # LOG         text[<=56]
     "<I13f",       # IDENT       tick, y, z(3), p_prev(3), F(3), M(3)  (world)
     "<I10f",       # ESTIMATE    tick, m, h(3), I(6)  (frame N)
-    "<I12H",       # TIMING      first tick, cycle_us(12)
+    "<I24H",       # TIMING      first tick, cycle_us(12), finish clock & 0xFFFF (12)
 )
 _NTYPES = len(_FMT)
 

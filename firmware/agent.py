@@ -2,7 +2,7 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, identification, kinematic_bus, safety
+from firmware import behaviours, global_proxy, identification, kinematic_bus, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
@@ -74,6 +74,8 @@ class LinkAgent:
         self.new_run()
 
         self.decoder = m.Decoder()
+        self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
+        self.finish = services.FinishLog(self.link)   # completion history -> TIMING
         self._tx = bytearray(64)
         self._seq = 0
         self.down = self.link + 1 if self.link < self.n_links else m.HOST
@@ -109,8 +111,13 @@ class LinkAgent:
         (out or self.hal.send)(self._tx, n)
 
     def log(self, text):
-        """NYMPH-style host service: the host prints/logs what the node says."""
-        self.send(m.LOG, m.HOST, (text.encode()[:56],))
+        """NYMPH-style host service: the host prints/logs what the node says. Inside a
+        cycle (SYNC in, torque not yet out) the request waits in a bounded queue that
+        drains after the torque, so it never delays the cycle."""
+        if self.tick >= 0 and self.acted_tick != self.tick:
+            self.logq.put(text)
+        else:
+            self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
 
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised."""
@@ -277,7 +284,8 @@ class LinkAgent:
         self.hal.write(u)
         self.safety.on_torque(u, qd)
         self.acted_tick = self.tick
-        self.cycle_us = ticks_diff(self.hal.ticks_us(), self.t_sync)
+        t_finish = self.hal.ticks_us()
+        self.cycle_us = ticks_diff(t_finish, self.t_sync)
         # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
         # host's simulated plant on a wire of its own (hal.report), through that wire
         self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
@@ -288,6 +296,9 @@ class LinkAgent:
         # link so that a chain carries about one per tick, never N at once
         if self.tick % self.status_every == self.link % self.status_every:
             self.send_status()
+        self.finish.record(self.tick, self.cycle_us, t_finish)
+        self.logq.pump(self)
+        self.finish.pump(self, self.tick)
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,

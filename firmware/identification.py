@@ -1,4 +1,4 @@
-# On-line identification of an unknown load carried by the last link (docs/design.md §5;
+# On-line identification of an unknown load carried by the last link (docs/design.md §11;
 # Fernández et al. after Johansson: tau = Y(q, qd, qdd) theta, linear in the inertial
 # parameters). The load is a rigid body welded to frame N; its 10 parameters are
 #   theta = (m, h_x, h_y, h_z, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz)

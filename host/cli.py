@@ -42,6 +42,24 @@ def cmd_animate(a):
     return 0
 
 
+def cmd_console(a):
+    from pathlib import Path
+
+    from host import services
+    if not (a.run or a.scenario):
+        sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
+        return 2
+    run_dir = a.run or str(Path("runs") / load(a.scenario).name)
+    try:
+        services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
+    except FileNotFoundError as e:
+        sys.stderr.write("linkteam console: %s\n" % e)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _add_thesis_commands(sub):
     e = sub.add_parser("experiments", help="run the thesis experiments (scenarios/thesis/) in parallel and "
                        "write experiments/REPORT.md beside the thesis's figures")
@@ -172,6 +190,13 @@ def main(argv=None):
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
+    o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
+                       "processes or hil run")
+    o.add_argument("--link", type=int, required=True)
+    o.add_argument("--run", help="run directory (the run's --out)")
+    o.add_argument("--scenario", help="or the scenario: its default run directory runs/<name>")
+    o.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the node's log to appear")
+    o.set_defaults(fn=cmd_console)
     _add_thesis_commands(sub)
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from host import logs, metrics, plots
+from host import critical_path, logs, metrics, plots
 from host.runners.base import ControlLoop
 
 
@@ -26,6 +26,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     out_dir = Path(out_dir or Path("runs") / sc.name)
     log_lines = ["scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)]
     loop = ControlLoop(sc, mode)
+    if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
+        loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
     if mode == "inprocess":
@@ -86,6 +88,7 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         sl = getattr(loop, "slack", None)
         if sl:
             summary["tick_budget_ms"] = {"p50": float(np.percentile(sl, 50)) * 1e3, "min": float(min(sl)) * 1e3}
+        summary["critical_path"] = critical_path.summarise(loop.gp.services, sc.n)
         summary["nodes"] = [{"link": src, "state": v[1], "faults": v[2], "bad_frames": v[3], "cycle_us": v[4]}
                             for src, v in sorted(loop.gp.status.items())]
     log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]
@@ -96,6 +99,9 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
     if loop.traceback:
         log_lines.append(loop.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    if mode != "inprocess":
+        meta.update(critical_path.arrays(loop.gp.services, sc.n))
+    loop.gp.services.close()
     if loop.gp.estimates:   # the last link's load estimate (seed 001)
         from host import identification
         summary["payload_estimate"] = identification.summarise(sc, loop.gp.estimates)
@@ -105,6 +111,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         try:
             plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
                             spatial=sc.task == "spatial")
+            if mode != "inprocess" and loop.gp.services.finish:
+                critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
             if loop.gp.estimates:
                 from host import identification
                 identification.plot(sc, loop.gp.estimates, out_dir)

@@ -313,7 +313,7 @@ class Scenario:
         """A payload the last agent is told of (`known`), and the identification tables of
         the last `window` links: what each needs to compute its own link's inertial wrench
         (inertia, joint damping of the motor model, g, the sample times), and on the last
-        one the estimator's settings (docs/design.md §5)."""
+        one the estimator's settings (docs/design.md §11)."""
         last = self.agent_configs[-1]
         if payload["known"] and payload["mass"] > 0:
             last["load"] = {"mass": payload["mass"], "h": [payload["mass"] * c for c in payload["centroid"]]}

@@ -42,7 +42,7 @@ SAMPLES = {
     m.LOG: (b"hello from link 3",),
     m.IDENT: (13, -2.5, 0.0, 0.0, 1.0, 0.5, 0.25, 0.0, 1.0, -2.0, 0.0, 0.0, 0.0, 0.75),
     m.ESTIMATE: (14, 7.5, 0.75, -0.375, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0),
-    m.TIMING: (15, 800, 812, 65535, 0, 1, 2, 3, 4, 5, 6, 7, 8),
+    m.TIMING: (15, 800, 812, 65535, 0, 1, 2, 3, 4, 5, 6, 7, 8) + tuple(range(40000, 40012)),
 }
 
 
@@ -68,7 +68,7 @@ def test_constants_and_names():
 def test_frame_sizes():
     expect = {m.SYNC: 4, m.JOINT_STATE: 37, m.KINEMATIC: 56, m.GOAL: 41, m.ASSERT: 42,
               m.TORQUE: 33, m.STATUS: 13, m.CONFIG: 56, m.COMMAND: 5, m.LOG: 56,
-              m.IDENT: 56, m.ESTIMATE: 44, m.TIMING: 28}
+              m.IDENT: 56, m.ESTIMATE: 44, m.TIMING: 52}
     for t, size in expect.items():
         assert m.payload_size(t) == size
         assert m.frame_size(t) == size + 8 <= 64

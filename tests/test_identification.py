@@ -86,7 +86,8 @@ def test_identifying_agents_same_under_micropython():
             fa, fb = dec.decode(bytes.fromhex(a)), dec.decode(bytes.fromhex(b))
             assert fa[:4] == fb[:4]
             types.add(fa[0])
-            vals = fa[4][:4] if fa[0] == m.STATUS else fa[4]   # STATUS ends in the wall-clock cycle_us
+            # STATUS ends in the wall-clock cycle_us, TIMING holds wall-clock times
+            vals = fa[4][:4] if fa[0] == m.STATUS else fa[4][:1] if fa[0] == m.TIMING else fa[4]
             for x, y in zip(vals, fb[4]):
                 assert x == pytest.approx(y, rel=1e-4, abs=1e-4)
         assert (m.IDENT in types) == (link == 9) and (m.ESTIMATE in types) == (link == 10)
