@@ -82,6 +82,10 @@ SCHEMA = {
     "payload": {"mass": F("float", 0.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
                 "centroid": F("vec3", [0.0, 0.0, 0.0]),
                 "known": F("bool", False)},   # the last agent is told of it (its weight assertion)
+    # the host's waits (NYMPH synch_wait with patience): how long a cycle may wait for its
+    # torques with a synthetic clock (--lockstep), and what then: abort the run, or hold the
+    # missing links' last torques for this cycle (counted)
+    "host": {"patience_s": F("float", 5.0, 0.001), "on_patience": F("str", "abort", choices=("abort", "hold"))},
     # on-line identification of the payload by the last `window` links (firmware/identification.py)
     "identification": {"window": F("int", REQUIRED, 1, 64),
                        "params": F("str", "identifiable", choices=("identifiable", "all")),
@@ -243,6 +247,8 @@ class Scenario:
         self.timestep = sim["timestep"]
         self.task = sim["task"]
         self.divergence_m = sim["divergence_m"]
+        self.patience_s = raw["host"]["patience_s"]
+        self.on_patience = raw["host"]["on_patience"]
         rob = raw["robot"]
         self.n = rob["links"]
         self.gravity = rob["gravity"]

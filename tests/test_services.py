@@ -123,3 +123,40 @@ def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
 
 def test_timing_frame_fits_the_bus():
     assert m.frame_size(m.TIMING) <= m.MAX_FRAME
+
+
+class _SilentBus:
+    """A bus on which no node answers."""
+
+    def send_batch(self, frames):
+        pass
+
+    def recv(self, wait):
+        time.sleep(min(wait, 0.005))
+        return None
+
+
+def _silent_cycle(on_patience):
+    import pytest
+
+    from host.runners.base import Aborted, ControlLoop
+    from host.runners.processes import make_exchange
+    sc = load(REPO / "scenarios" / "reference.toml")
+    sc.patience_s, sc.on_patience = 0.05, on_patience
+    loop = ControlLoop(sc, "processes")
+    exchange = make_exchange(loop, _SilentBus(), lockstep=True)
+    t0 = time.perf_counter()
+    if on_patience == "abort":
+        with pytest.raises(Aborted, match="within the patience of 0.05 s"):
+            exchange(loop.gp.begin(0, 0.0), 0)
+    else:
+        exchange(loop.gp.begin(0, 0.0), 0)
+    assert time.perf_counter() - t0 >= 0.05
+    return loop
+
+
+def test_patience_runs_out_abort_or_hold():
+    for on_patience in ("abort", "hold"):
+        loop = _silent_cycle(on_patience)
+        assert loop.patience_expired == {i: 1 for i in range(1, 11)}
+        assert not loop.gp.complete

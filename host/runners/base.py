@@ -47,6 +47,7 @@ class ControlLoop:
         self.tick_paused = 0.0    # wall clock: VM pause the exchange absorbed in this tick (s)
         self.paused_ticks = 0     # wall clock: ticks whose deadline moved for such a pause
         self.paused_total = 0.0   # ... and by how much in all (s)
+        self.patience_expired = {}   # link -> cycles its torque was not in within the patience
         self.status = "ok"
         self.reason = ""
         self.traceback = ""
@@ -119,6 +120,14 @@ class ControlLoop:
             self.traceback = traceback.format_exc()
         self.wall_seconds = time.perf_counter() - start
         return self.status
+
+    def patience_ran_out(self, missing):
+        """A synthetic-clock cycle waited the scenario's patience for `missing` links:
+        count it; True if the cycle goes on with their last torques held (on_patience
+        = "hold"), False if the run aborts."""
+        for link in missing:
+            self.patience_expired[link] = self.patience_expired.get(link, 0) + 1
+        return self.sc.on_patience == "hold"
 
     def record(self, k, t):
         gp, plant = self.gp, self.plant

@@ -355,9 +355,10 @@ class JointIO:
         self.sock.close()
 
 
-def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
+def make_exchange(loop, transport, lockstep, health=None, io=None):
     """The runner's half of a cycle: send the host's frames, feed what comes back to the
-    goal process until every torque of the tick is in or the tick's deadline passes.
+    goal process until every torque of the tick is in or the tick's deadline passes (with
+    a synthetic clock: the scenario's patience, then abort or hold, `[host]`).
     With `io` (JointIO) joint states go out and torque reports come back on the joint
     wires, and the bus carries the rest."""
     gp = loop.gp
@@ -405,7 +406,7 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
             transport.send_batch(frames)
         gp.prepare()   # off the critical path: the kinematic wave is running now
         deadline = None if lockstep else loop.deadline
-        limit = t0 + timeout
+        limit = t0 + loop.sc.patience_s
         if deadline is not None:
             loop.slack.append(deadline - t0)
         while True:
@@ -447,7 +448,10 @@ def make_exchange(loop, transport, lockstep, health=None, timeout=5.0, io=None):
                     if health:
                         health()
                     missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
-                    raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
+                    if loop.patience_ran_out(missing):
+                        return   # hold: the missing links' last torques stay on
+                    raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
+                                  % (k, missing, loop.sc.patience_s))
                 wait = limit - now
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
