@@ -6,13 +6,22 @@ import sys
 from host.scenario import ScenarioError, load
 
 
+def _grouping(grouping, per_node, n):
+    """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes."""
+    if grouping:
+        return [int(x) for x in grouping.split(",")]
+    if per_node:
+        return [min(per_node, n - k) for k in range(0, n, per_node)]
+    return None
+
+
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
-                "topology": a.topology}
+                "topology": a.topology, "grouping": _grouping(a.grouping, a.links_per_node, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
@@ -185,6 +194,9 @@ def main(argv=None):
     r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
                    help="processes: joint states and torques on wires of their own (like a board's "
                         "encoder and motor) or on the bus")
+    r.add_argument("--grouping", metavar="A,B,...",
+                   help="processes: links per node process, base to tip (5,1: links 1-5 on one node, 6 on another)")
+    r.add_argument("--links-per-node", type=int, metavar="K", help="processes: K links per node process")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")

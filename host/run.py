@@ -65,6 +65,8 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["baud"] = opts.get("baud", 0)
         if getattr(loop, "topology", None):
             summary["topology"] = loop.topology
+        if getattr(loop, "grouping", None):   # links per node process (Fernández's p2a51)
+            summary["grouping"] = loop.grouping
         summary["patience"] = {"patience_s": sc.patience_s, "on_patience": sc.on_patience,
                                "expired": {str(k): v for k, v in sorted(loop.patience_expired.items())}}
         summary["late_host_ticks"] = loop.late_start
