@@ -43,8 +43,9 @@ def mem_wire():
     return a, b
 
 
-class GroupBoard:
-    """The node's real ports and one agent with its joint I/O per hosted link."""
+class GroupBoard(unix.UnixBoard):
+    """The node's real ports and one agent with its joint I/O per hosted link (waits and
+    hang-ups as a one-link unix board's, unpaced)."""
 
     def __init__(self, cfg):
         self.name = cfg.get("board", "unix-pty")
@@ -80,22 +81,7 @@ class GroupBoard:
         self._poll = select.poll()
         for p in self.ports:
             self._poll.register(p.fileno(), select.POLLIN)
-
-    @property
-    def closed(self):
-        for p in self.ports:
-            if p.hup:
-                return True
-        return False
-
-    def wait(self, ms):
-        ev = self._poll.poll(ms)
-        for fd, e in ev:
-            if e & select.POLLHUP:
-                for p in self.ports:
-                    if p.fileno() == fd and isinstance(p, unix.StreamPort):
-                        p.hup = True
-        return bool(ev)
+        self._paced = False
 
 
 def run(cfg, version, idle_exit_ms=0):

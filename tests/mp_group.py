@@ -2,21 +2,13 @@
 # on a UART ring whose host end is a memory wire too; runnable under MicroPython and
 # CPython alike. The host sends one cycle's joint states, SYNC and K_0; the script prints
 # K_3 as it comes back on the return wire.
-import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from bus_protocol import framing          # noqa: E402
-from bus_protocol import messages as m    # noqa: E402
-from firmware.agent import LinkAgent      # noqa: E402
-from firmware.group import mem_wire       # noqa: E402
-from firmware.hal.sim import SimHAL       # noqa: E402
-from firmware.node import ChainNode       # noqa: E402
+from bus_protocol import framing
+from bus_protocol import messages as m
+from firmware.agent import LinkAgent
+from firmware.group import mem_wire
+from firmware.hal.sim import SimHAL
+from firmware.node import ChainNode
 
 N = 3
 DH = [("revolute", 0.1, 0.2, 0.5, 1.5707963), ("prismatic", 0.0, 0.1, 0.0, 0.0), ("revolute", 0.2, 0.05, 0.3, 0.7)]

@@ -5,15 +5,8 @@
 import json
 import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from firmware.agent import LinkAgent   # noqa: E402
-from firmware.hal.sim import SimHAL    # noqa: E402
+from firmware.agent import LinkAgent
+from firmware.hal.sim import SimHAL
 
 
 def main():

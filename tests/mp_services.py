@@ -1,16 +1,8 @@
 # The node side of the host services (firmware/services.py) on a stub agent, runnable
 # under MicroPython and CPython alike: prints every frame sent, decoded.
-import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from bus_protocol import messages as m   # noqa: E402
-from firmware import services            # noqa: E402
+from bus_protocol import messages as m
+from firmware import services
 
 
 class Stub:

@@ -1,17 +1,13 @@
 """Several links per node (seed 001, Fernández's distribution; firmware/group.py)."""
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from host.run import run_scenario
 from host.runners.processes import group_name, node_groups
 from host.scenario import load
-from tests.conftest import REPO, run_micropython
+from tests.conftest import REPO, run_both
 from tests.dh_reference import fk
 
-SCRIPT = REPO / "tests" / "mp_group.py"
 
 
 def test_node_groups_and_their_names():
@@ -26,8 +22,7 @@ def test_node_groups_and_their_names():
 def test_hosted_links_pass_k_inside_the_node_under_micropython():
     """K_3 out of a node hosting links 1-3 (memory wires between them) is the forward
     kinematics of the three joints, under MicroPython and CPython."""
-    mp = run_micropython(SCRIPT.read_text().replace("__file__", repr(str(SCRIPT))))
-    cp = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, check=True).stdout
+    mp, cp = run_both("mp_group.py")
     assert mp == cp
     line = mp.strip().splitlines()
     assert len(line) == 1 and line[0].startswith("K 3 ")

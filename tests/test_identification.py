@@ -3,7 +3,6 @@ the estimate against the plant's payload, the same firmware under MicroPython, t
 scenario fields and the run's summary."""
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from host import scenario
 from host.run import run_scenario
 from host.runners import inprocess
 from host.runners.base import ControlLoop
-from tests.conftest import MICROPYTHON, REPO
+from tests.conftest import MICROPYTHON, REPO, run_both
 
 UNKNOWN = REPO / "scenarios" / "seeds" / "unknown-payload.toml"
 
@@ -69,12 +68,8 @@ def test_identifying_agents_same_under_micropython():
     outs = {}
     for link in (9, 10):
         stdin = json.dumps(sc.agent_configs[link - 1]) + "\n" + "\n".join(f.hex() for f in frames[link])
-        for exe in (MICROPYTHON, None):
-            cmd = [MICROPYTHON, "-X", "heapsize=2M", str(REPO / "tests" / "mp_replay.py")] if exe else \
-                  [str(Path(__import__("sys").executable)), str(REPO / "tests" / "mp_replay.py")]
-            r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300, cwd=str(REPO))
-            assert r.returncode == 0, r.stderr[-3000:]
-            outs[link, exe is not None] = r.stdout.splitlines()
+        mp, cp = run_both("mp_replay.py", stdin=stdin)
+        outs[link, True], outs[link, False] = mp.splitlines(), cp.splitlines()
     dec = m.Decoder()
     for link in (9, 10):
         mp, cp = outs[link, True], outs[link, False]

@@ -1,8 +1,6 @@
 """Host services (seed 002, NYMPH): bounded log requests on the node, per-node log files
 and `linkteam console` on the host, completion history (TIMING) and the critical path."""
 import json
-import subprocess
-import sys
 import threading
 import time
 
@@ -12,20 +10,12 @@ from bus_protocol import messages as m
 from host import critical_path, services
 from host.run import run_scenario
 from host.scenario import load
-from tests.conftest import REPO, run_micropython
-
-SCRIPT = REPO / "tests" / "mp_services.py"
-
-
-def _script_output(mp):
-    if mp:
-        return run_micropython(SCRIPT.read_text().replace("__file__", repr(str(SCRIPT))))
-    return subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, check=True).stdout
+from tests.conftest import REPO, run_both
 
 
 def test_node_services_same_under_micropython_and_cpython():
-    out = _script_output(True)
-    assert out == _script_output(False)
+    out, cp = run_both("mp_services.py")
+    assert out == cp
     lines = out.splitlines()
     # 4 slots: the 5th and 6th request are dropped and counted; the host hears of the
     # loss first, then the four requests in order
