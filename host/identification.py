@@ -2,7 +2,7 @@
 ESTIMATE frames -> time series, summary.json `payload_estimate` and payload_estimate.png."""
 import numpy as np
 
-from firmware.identification import N_PAR, NAMES, PLANAR
+from firmware.identification import INERTIA_AXES, N_PAR, NAMES
 
 
 def _inertia_matrix(v):
@@ -40,17 +40,16 @@ def summarise(sc, estimates):
     a = arrays(estimates)
     t, th = a["est_t"], a["est_theta"]
     planar = sc.task == "planar"
-    params = PLANAR if planar else range(N_PAR)
+    params = sc.agent_configs[-1]["identify"]["params"]
     m = th[:, 0]
     c = th[:, 1:4] / np.where(np.abs(m) > 1e-9, m, np.nan)[:, None]
     m_f, c_f = float(m[-1]), c[-1]
     i_o = _inertia_matrix(th[-1, 4:])
     i_c = i_o - m_f * (c_f @ c_f * np.eye(3) - np.outer(c_f, c_f))
+    i_c = [float(i_c[a, b]) for k, (a, b) in enumerate(INERTIA_AXES) if 4 + k in params]   # identified, about the centroid
     out = {"identified": [NAMES[k] for k in params],
            "mass": m_f, "centroid": [float(x) for x in c_f],
-           "inertia_about_centroid": ([float(i_c[2, 2])] if planar else
-                                      [float(i_c[0, 0]), float(i_c[1, 1]), float(i_c[2, 2]),
-                                       float(i_c[0, 1]), float(i_c[0, 2]), float(i_c[1, 2])]),
+           "inertia_about_centroid": i_c or None,
            "samples": len(t)}
     pl = sc.raw["payload"]
     if pl["mass"] > 0:
@@ -72,7 +71,7 @@ def plot(sc, estimates, out_dir):
     t, th = a["est_t"], a["est_theta"]
     pl = sc.raw["payload"]
     truth = truth_theta(pl) if pl["mass"] > 0 else None
-    params = PLANAR if sc.task == "planar" else range(N_PAR)
+    params = sc.agent_configs[-1]["identify"]["params"]
     fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
     groups = ((axes[0], [0], "mass (kg)"), (axes[1], [1, 2, 3], "first moment m c (kg m)"),
               (axes[2], [4, 5, 6, 7, 8, 9], "inertia about frame N (kg m^2)"))

@@ -10,7 +10,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from firmware.identification import N_PAR, PLANAR
+from firmware.identification import MASS, N_PAR, PLANAR
 
 REQUIRED = object()
 
@@ -88,9 +88,12 @@ SCHEMA = {
     "host": {"patience_s": F("float", 5.0, 0.001), "on_patience": F("str", "abort", choices=("abort", "hold"))},
     # on-line identification of the payload by the last `window` links (firmware/identification.py)
     "identification": {"window": F("int", REQUIRED, 1, 64),
-                       "params": F("str", "identifiable", choices=("identifiable", "all")),
+                       # identifiable: what the task's motion excites (planar: m, h_x, h_y, I_zz);
+                       # all ten; mass: m and h only (the weight; a quarter of the work)
+                       "params": F("str", "identifiable", choices=("identifiable", "all", "mass")),
                        "p0": F("float", 100.0, 0.0), "forgetting": F("float", 1.0, 0.9, 1.0),
-                       "use": F("bool", True), "m_max": F("float", 1000.0, 0.0)},
+                       "use": F("bool", True), "m_max": F("float", 1000.0, 0.0),
+                       "every": F("int", 4, 1, 1000)},   # identified ticks: every k-th
     "behaviours": BEHAVIOURS,
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
@@ -333,13 +336,14 @@ class Scenario:
             L = self.links[i]
             self.agent_configs[i]["identify"] = {
                 "period": 1.0 / self.control_rate_hz, "grid": self.timestep, "g": list(self.gravity),
-                "damping": L["damping"], "inertia": list(L["inertia"])}
+                "damping": L["damping"], "inertia": list(L["inertia"]), "every": ident["every"]}
         planar = self.task == "planar"
         last["identify"].update({
             "window": ident["window"], "p0": ident["p0"], "forgetting": ident["forgetting"],
             "use": ident["use"], "m_max": ident["m_max"],
             "types": [0 if L["type"] == "revolute" else 1 for L in self.links[first:]],
-            "params": list(PLANAR if planar and ident["params"] == "identifiable" else range(N_PAR))})
+            "params": list(MASS if ident["params"] == "mass" else
+                           PLANAR if planar and ident["params"] == "identifiable" else range(N_PAR))})
 
 
 def _merge(a, b):
