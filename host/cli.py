@@ -6,13 +6,26 @@ import sys
 from host.scenario import ScenarioError, load
 
 
-def _grouping(grouping, per_node, n):
-    """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes."""
-    if grouping:
-        return [int(x) for x in grouping.split(",")]
-    if per_node:
-        return [min(per_node, n - k) for k in range(0, n, per_node)]
-    return None
+def _grouping(a, n):
+    """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes,
+    checked against the arm (SystemExit 2 with the reason)."""
+    from host.runners.processes import node_groups
+    sizes = None
+    try:
+        if a.grouping:
+            sizes = [int(x) for x in a.grouping.split(",")]
+        elif a.links_per_node is not None:
+            if a.links_per_node < 1:
+                raise ValueError("--links-per-node must be at least 1")
+            sizes = [min(a.links_per_node, n - k) for k in range(0, n, a.links_per_node)]
+        if sizes is not None:
+            node_groups(n, sizes)
+            if a.baud and max(sizes) > 1:
+                raise ValueError("a node hosting several links does not pace its wires: no --baud with it")
+    except ValueError as e:
+        sys.stderr.write("linkteam: --grouping: %s\n" % e)
+        raise SystemExit(2)
+    return sizes
 
 
 def cmd_run(a):
@@ -21,7 +34,7 @@ def cmd_run(a):
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
-                "topology": a.topology, "grouping": _grouping(a.grouping, a.links_per_node, sc.n)}
+                "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)

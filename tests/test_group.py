@@ -42,3 +42,18 @@ def test_grouped_nodes_track_like_inprocess(bus, grouping, tmp_path):
                         bus=bus, lockstep=True, grouping=grouping)
     assert s["status"] == "ok" and s["grouping"] == group_name(node_groups(10, grouping))
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=1e-6)
+
+
+def test_cli_checks_the_grouping_before_any_node_starts(capsys):
+    from host import cli
+    ref = str(REPO / "scenarios" / "reference.toml")
+    for args, why in ((["--grouping", "5,4"], "adding up to the 10 links"),
+                      (["--grouping", "5,x"], "invalid literal"),
+                      (["--links-per-node", "2", "--baud", "1000000"], "does not pace its wires")):
+        with pytest.raises(SystemExit) as e:
+            cli.main(["run", ref, "--mode", "processes", "--quiet"] + args)
+        assert e.value.code == 2 and why in capsys.readouterr().err
+
+    class A:
+        grouping, links_per_node, baud = None, 3, 0
+    assert cli._grouping(A, 10) == [3, 3, 3, 1]
