@@ -177,7 +177,9 @@ class Identifier:
         self._slot_cols = [None, None]
         self._p_n = [None, None]
         self.updates = 0       # identified ticks whose rows went into the estimate
-        self.incomplete = 0    # identified ticks skipped: an IDENT missing
+        self.incomplete = 0    # identified ticks skipped: an IDENT missing, or rows left
+        self._pending = -1     # identified tick whose rows step() works through
+        self._next_row = 0
 
     def _slot(self, tick):
         return (tick // self.every) & 1
@@ -194,38 +196,55 @@ class Identifier:
         self._slot_cols[slot] = [load_column(k, mo, self.g) for k in self.params]
         self._p_n[slot] = p_n
 
-    def update(self, tick):
-        """All rows of `tick` in: one least-squares step per window joint."""
+    def begin(self, tick):
+        """The rows of identified tick `tick` become the pending ones if they are all in;
+        step() then takes one a call, so a tick never carries more than one row's work."""
+        if self._pending >= 0:
+            self.incomplete += 1   # rows of the one before left over (window > every)
         slot = self._slot(tick)
-        rows = self._rows[slot]
-        for r in rows:
+        for r in self._rows[slot]:
             if r is None or r[0] != tick:
                 self.incomplete += 1
+                self._pending = -1
                 return False
+        self._pending = tick
+        self._next_row = 0
+        return True
+
+    def step(self):
+        """One least-squares step with the next pending row (window joint), base-most first."""
+        tick = self._pending
+        if tick < 0:
+            return False
+        slot = self._slot(tick)
+        rows = self._rows[slot]
+        j = self._next_row
         cols = self._slot_cols[slot]
         p_n = self._p_n[slot]
         phi = self._phi
         theta = self.theta
         params = self.params
-        for j in range(self.window):
-            r = rows[j]
-            jt = self.types[j]
-            z = r[2:5]
-            pp = r[5:8]
-            e = r[1]   # torque less friction, less the shares of the known links j..N
-            for i in range(j, self.window):
-                e -= global_proxy.share(jt, z, pp, rows[i][5:8], rows[i][8:14])
-            # share (4.128) = lever . F + axis . M, the same for every column
-            if jt == 0:
-                lever, axis = cross(z, sub(p_n, pp)), z
-            else:
-                lever, axis = z, _ZERO
-            for c in range(len(params)):
-                f, mom = cols[c]
-                phi[c] = dot(lever, f) + dot(axis, mom)
-                e -= phi[c] * theta[params[c]]
-            self._rls(e)
-        self.updates += 1
+        r = rows[j]
+        jt = self.types[j]
+        z = r[2:5]
+        pp = r[5:8]
+        e = r[1]   # torque less friction, less the shares of the known links j..N
+        for i in range(j, self.window):
+            e -= global_proxy.share(jt, z, pp, rows[i][5:8], rows[i][8:14])
+        # share (4.128) = lever . F + axis . M, the same for every column
+        if jt == 0:
+            lever, axis = cross(z, sub(p_n, pp)), z
+        else:
+            lever, axis = z, _ZERO
+        for c in range(len(params)):
+            f, mom = cols[c]
+            phi[c] = dot(lever, f) + dot(axis, mom)
+            e -= phi[c] * theta[params[c]]
+        self._rls(e)
+        self._next_row = j + 1
+        if j + 1 == self.window:
+            self._pending = -1
+            self.updates += 1
         return True
 
     def _rls(self, e):
@@ -276,19 +295,24 @@ class LinkIdent:
     def after_torque(self, a, u_prev):
         """a: the agent, its K_i of this tick done; u_prev: the torque held since last tick."""
         mo = self.motion
+        est = self.est
+        identified = a.kin_tick == a.tick and a.tick % self.every == 0
+        if est is not None:
+            if identified:   # the last identified tick's rows are all in by now
+                est.begin(a.tick - self.every)
+            est.step()
         if a.kin_tick != a.tick:
             mo.reset()
             return
         mo.store(a.tick, a.quat, a.p, a.vel, a.w, a.qd)
-        if a.tick % self.every or not mo.compute():
+        if not identified or not mo.compute():
             return
         f, mom = link_wrench(mo, a.p_prev, a.p, a.mass, a.centroid, self.inertia, self.g)
         row = (a.tick, u_prev - self.damping * mo.qd) + a.z + a.p_prev + f + mom
-        if self.est is None:
+        if est is None:
             a.send(m.IDENT, a.n_links, row)
         else:
-            self.est.update(a.tick - self.every)
-            self.est.own(a.tick, row, mo, a.p)
+            est.own(a.tick, row, mo, a.p)
 
     def load(self):
         """(m, h) of the load to assert the weight of: the estimate, clamped to [0, m_max],
