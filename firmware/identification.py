@@ -13,16 +13,16 @@
 # Every `every`-th tick each window agent j < N sends the last agent one IDENT frame
 # (after its torque): its torque less friction, its joint axis and origin (z_{j-1},
 # p_{j-1}) and its own link's inertial wrench at p_{j-1}. The last agent runs recursive
-# least squares:
-# Johansson's gradient law theta' = -P Y^T e (Fernández (5), (24)) with the gain P the
-# regressor's own inverse information matrix instead of a constant.
+# least squares, Johansson's gradient law theta' = -P Y^T e (Fernández (5), (24)) with
+# the gain P the regressor's own inverse information matrix instead of a constant, one
+# window row a tick.
 # Velocities come from the kinematic bus (K_i: R, p, v, w of frame i); accelerations are
 # differences over one control interval, over which the torque was held (zero-order
 # hold), so the equation holds for the interval's mean: velocities are averaged.
 # Floats are objects on MicroPython boards (each result allocates), so the work per
 # identified tick is kept small: R once as three columns, the body-frame w and alpha once,
-# each row's lever z x (p_N - p_{j-1}) once, the symmetric P updated on one triangle;
-# `every` (default 4) spaces the identified ticks, which a constant load allows.
+# each row's lever z x (p_N - p_{j-1}) once, the symmetric P updated on one triangle, one
+# row a tick; `every` (default 4) spaces the identified ticks, which a constant load allows.
 from bus_protocol import messages as m
 from firmware import global_proxy
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
