@@ -73,31 +73,32 @@ class HostServices:
 
 
 def follow(run_dir, link, out, poll_s=0.1, wait_s=60.0):
-    """`linkteam console`: print node `link`'s log of the run in run_dir as it grows, from
-    its start, until the run ends (its summary.json is written after we started) or
-    Ctrl-C. Waits up to wait_s for the log to appear. Returns the lines printed."""
-    import os
+    """`linkteam console`: print node `link`'s log of the run to run_dir. While the run
+    goes on (its files are in RUN.partial, host/logs.py) lines are printed as they come,
+    until the run ends (RUN.partial is renamed to RUN) or Ctrl-C; a finished run's log is
+    printed whole. Waits up to wait_s for either to appear. Returns the lines printed."""
     import time
-    path = node_log_path(run_dir, link)
-    summary = Path(run_dir) / "summary.json"
+    from host.logs import partial_dir
+    live_dir = partial_dir(run_dir)
+    live, done = node_log_path(live_dir, link), node_log_path(run_dir, link)
     t0 = time.time()
-    while not path.exists():
+    while not (live.exists() or done.exists()):
         if time.time() - t0 > wait_s:
             raise FileNotFoundError("no log of link %d in %s after %.0f s (is a processes or hil "
                                     "run writing there?)" % (link, run_dir, wait_s))
         time.sleep(poll_s)
+    following = live.exists()
     n = 0
-    with open(path) as f:
+    with open(live if following else done) as f:
         while True:
             line = f.readline()
             if line:
                 out.write(line)
                 out.flush()
                 n += 1
-                continue
-            done = summary.exists() and os.stat(summary).st_mtime >= t0
-            if done:
-                rest = f.read()   # what came in after the last read
+            elif following and live_dir.exists():
+                time.sleep(poll_s)
+            else:   # the run is over: what came in after the last read, and done
+                rest = f.read()
                 out.write(rest)
                 return n + rest.count("\n")
-            time.sleep(poll_s)

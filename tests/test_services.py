@@ -68,7 +68,10 @@ def test_critical_path_names_the_node_last_most_often():
 
 
 def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
-    path = services.node_log_path(tmp_path, 4)
+    """A run writes RUN.partial and renames it to RUN at its end (host/logs.py)."""
+    from host.logs import partial_dir
+    run = tmp_path / "run"
+    path = services.node_log_path(partial_dir(run), 4)
 
     def writer():
         time.sleep(0.3)
@@ -77,7 +80,7 @@ def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
             for i in range(5):
                 f.write("line %d\n" % i)
                 time.sleep(0.05)
-        (tmp_path / "summary.json").write_text("{}")
+        partial_dir(run).rename(run)
 
     th = threading.Thread(target=writer)
     th.start()
@@ -90,9 +93,11 @@ def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
 
         def flush(self):
             pass
-    n = services.follow(tmp_path, 4, Out(), poll_s=0.01, wait_s=30)
+    n = services.follow(run, 4, Out(), poll_s=0.01, wait_s=30)
     th.join()
     assert n == 5 and Out.text == "".join("line %d\n" % i for i in range(5))
+    Out.text = ""
+    assert services.follow(run, 4, Out(), wait_s=0) == 5   # a finished run: printed whole
 
 
 def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
