@@ -11,6 +11,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import bench_wallclock  # noqa: E402
 from host.run import run_scenario  # noqa: E402
 from host.scenario import load  # noqa: E402
 from sim_host.plant import Plant  # noqa: E402
@@ -56,7 +57,7 @@ def micropython_agent():
     """One agent under the real MicroPython unix port: RAM after init, bytes allocated
     per control cycle, per-hop compute; then short processes-mode runs (wall clock)."""
     import subprocess
-    from host.runners.processes import micropython_path
+    from host.runners.children import micropython_path
     r = subprocess.run([micropython_path(), str(ROOT / "benchmarks" / "mp_node_cycle.py")],
                        capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     print("MicroPython agent (unix port, benchmarks/mp_node_cycle.py)")
@@ -77,6 +78,7 @@ def micropython_agent():
 
 
 EXTRA.append(micropython_agent)
+EXTRA += bench_wallclock.SECTIONS
 
 if __name__ == "__main__":
     main()

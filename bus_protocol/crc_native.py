@@ -5,9 +5,15 @@ import array
 
 import micropython
 
-from bus_protocol.messages import _CRC_TABLE
+_T = None   # the CRC table as an array('H'), given by messages.py (use_table)
 
-_T = array.array("H", _CRC_TABLE)
+
+def use_table(table):
+    """The table crc16_viper reads (messages._CRC_TABLE, kept as it is when already an
+    array('H')); -> crc16_viper."""
+    global _T
+    _T = table if type(table) is array.array else array.array("H", table)
+    return crc16_viper
 
 
 @micropython.viper

@@ -78,7 +78,7 @@ _FMT = (
     "<IB9f",       # GOAL        tick, goal_id, p_app(3), f(6)       (world)
     "<IBB9f",      # ASSERT      tick, origin_link, kind, p(3), f(6) (world)
     "<IfB6f",      # TORQUE      tick, u, state, proxy, assertions, local_pd, joint_limit, brake, other
-    "<IBHHI",      # STATUS      tick, state, faults, bad_frames, cycle_us
+    "<IBHHIHH",    # STATUS      tick, state, faults, bad_frames, cycle_us, stale_kinematic, late
     "",            # CONFIG      offset u16, total u16, data[<=52]
     "<Bf",         # COMMAND     cmd, arg
     "",            # LOG         text[<=56]
@@ -133,7 +133,8 @@ def crc16_table(data, n=None):
 _crc_native = None
 if _crc_hqx is None:
     try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
-        from bus_protocol.crc_native import crc16_viper as _crc_native
+        from bus_protocol import crc_native
+        _crc_native = crc_native.use_table(_CRC_TABLE)
     except Exception:
         _crc_native = None
 

@@ -302,7 +302,8 @@ class LinkAgent:
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
-                                     self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF))
+                                     self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
+                                     self.stale_kin & 0xFFFF, self.late & 0xFFFF))
         if self.ident is not None and self.ident.est is not None:
             self.send(m.ESTIMATE, m.HOST, (self.tick & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 

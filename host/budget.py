@@ -14,8 +14,15 @@ Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 `host_us`. DESIGN 6: the whole chain must fit inside one control period."""
 import heapq
 import math
+import subprocess
+from pathlib import Path
 
+from bus_protocol import medium
 from bus_protocol import messages as m
+from host.flash import mpremote, soft_reset_to_main
+from host.runners.children import micropython_path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Per-hop compute measured with benchmarks/mp_node_cycle.py on the MicroPython unix port
 # (development machine, x64), plus wake_us: the OS waking the next process (desktop
@@ -37,22 +44,19 @@ def parse_bus(spec):
 
 
 def uart_bytes(mtype):
-    return m.frame_size(mtype) + 2      # COBS code byte + 0x00 delimiter (frames < 254 bytes)
+    return m.frame_size(mtype) + medium.UART_FRAME_EXTRA
 
 
 def frame_seconds(kind, rate, data_rate, mtype):
     """Time one logical frame occupies the line (nominal bits, no stuffing)."""
     n = m.frame_size(mtype)
     if kind == "uart":
-        return uart_bytes(mtype) * 10.0 / rate
+        return medium.uart_seconds(uart_bytes(mtype), rate)
     if kind == "can":      # fragments of 1 control + 7 data bytes, extended id: 67 + 8*dlc bits
         frags = math.ceil(n / 7.0)
         last = n - 7 * (frags - 1)
         return ((frags - 1) * (67 + 64) + 67 + 8 * (last + 1)) / rate
-    from bus_protocol.can_ids import fd_length   # canfd: arbitration at nominal, data at data rate
-    dlc = fd_length(n)
-    crc = 17 if dlc <= 16 else 21
-    return 50.0 / rate + (5 + 8 * dlc + 4 + crc + 1) / data_rate
+    return medium.fd_frame_seconds(n, rate, data_rate)   # arbitration at nominal, data at data rate
 
 
 PLANTS = {
@@ -223,19 +227,14 @@ def measure_compute(micropython=None, port=None):
     """Per-hop compute (us) of a ChainNode + LinkAgent: benchmarks/mp_node_cycle.py
     under the MicroPython unix port, or on the board at `port` (flashed with `linkteam
     flash`, so its firmware/ and bus_protocol/ are the ones measured) through mpremote."""
-    import subprocess
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    bench = str(root / "benchmarks" / "mp_node_cycle.py")
+    bench = str(ROOT / "benchmarks" / "mp_node_cycle.py")
     if port is not None:
-        from host.flash import mpremote, soft_reset_to_main
         try:
             return hop_lines(mpremote(port, "run", bench, timeout=300))
         finally:
             soft_reset_to_main(port)   # back to its link agent (boot main.py)
-    from host.runners.processes import micropython_path
     r = subprocess.run([micropython or micropython_path(), bench], capture_output=True, text=True,
-                       cwd=str(root), timeout=120)
+                       cwd=str(ROOT), timeout=120)
     return hop_lines(r.stdout)
 
 

@@ -50,8 +50,8 @@ def cmd_experiments(a):
 
 
 def cmd_convert(a):
-    from host import thesis_format
-    out = thesis_format.convert(a.directory, a.output)
+    from host.scenario import convert_thesis
+    out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
     return 0
@@ -151,6 +151,7 @@ def cmd_config(a):
 
 
 def cmd_scan(a):
+    from bus_protocol import states
     from host.runners.hil import open_ports, scan
     tr = open_ports(a.ports, a.max_links)
     try:
@@ -158,7 +159,8 @@ def cmd_scan(a):
     finally:
         tr.close()
     for link, v in sorted(found.items()):
-        print("link %2d  state %d  faults 0x%04x  bad_frames %d  cycle_us %d" % (link, v[1], v[2], v[3], v[4]))
+        print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
+            link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
         print("no nodes answered")
     return 0 if found else 1

@@ -31,7 +31,7 @@ class GoalProcess:
         self.states = np.zeros(self.n, dtype=int)
         self.got = np.zeros(self.n, dtype=bool)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
-        self.status = {}
+        self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
         self.services = HostServices()   # the nodes' log requests and completion history
         self.estimates = []   # (t, tick, theta) of the last link's ESTIMATE frames
@@ -58,6 +58,11 @@ class GoalProcess:
         self.ee = None
         return [self.frame(m.SYNC, m.BROADCAST, (tick,)),
                 self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+
+    def ping(self):
+        """PING to every node: each answers STATUS (after the last tick: link health)."""
+        self.status = {}
+        return self.frame(m.COMMAND, m.BROADCAST, (m.CMD_PING, 0.0))
 
     @property
     def complete(self):

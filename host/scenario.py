@@ -11,15 +11,11 @@ import tomllib
 from pathlib import Path
 
 from firmware.identification import MASS, N_PAR, PLANAR
+from host import thesis_format
+from host.errors import ScenarioError
+from host.toml_writer import dumps
 
 REQUIRED = object()
-
-
-class ScenarioError(ValueError):
-    def __init__(self, path, line, field, message):
-        self.path, self.line, self.field = str(path), line, field
-        where = "%s:%s" % (path, line) if line else str(path)
-        super().__init__("%s: %s: %s" % (where, field, message))
 
 
 # kind, default, low, high  (None = unbounded). Nested dicts are TOML tables.
@@ -366,10 +362,27 @@ def load(path):
     """Read and validate a scenario file (TOML, or a thesis NAME.scenario directory)."""
     path = Path(path)
     if path.is_dir():
-        from host import thesis_format
-        return thesis_format.load(path)
+        data = thesis_format.to_dict(path)
+        try:
+            return from_dict(data, path, "")
+        except ScenarioError as e:   # name the line of the equivalent TOML
+            text = dumps(data)
+            no = _line_of(text, e.field)
+            raise ScenarioError(path, None, e.field, "%s (as TOML: %s)" % (
+                str(e).split(": ", 2)[-1], text.splitlines()[no - 1].strip() if no else e.field))
     data, sources = read_toml(path)
     return from_dict(data, path, sources)
+
+
+def convert_thesis(directory, output):
+    """`linkteam convert`: a thesis NAME.scenario directory as a TOML scenario file,
+    validated before it is written."""
+    data = thesis_format.to_dict(directory)
+    text = "# Converted by `linkteam convert` from %s (thesis Appendix C format)\n" % Path(directory).name + dumps(data)
+    from_dict(data, Path(directory), text)
+    out = Path(output)
+    out.write_text(text)
+    return out
 
 
 def read_toml(path, seen=()):

@@ -134,18 +134,19 @@ class _SilentBus:
 def _silent_cycle(on_patience):
     import pytest
 
+    from host.runners import wallclock
     from host.runners.base import Aborted, ControlLoop
-    from host.runners.processes import make_exchange
     sc = load(REPO / "scenarios" / "reference.toml")
     sc.patience_s, sc.on_patience = 0.05, on_patience
     loop = ControlLoop(sc, "processes")
-    exchange = make_exchange(loop, _SilentBus(), lockstep=True)
+    stats = loop.stats
+    exchange = wallclock.make_exchange(loop.gp, stats, _SilentBus(), timeout=stats.wait_with_patience(sc))
     t0 = time.perf_counter()
     if on_patience == "abort":
         with pytest.raises(Aborted, match="within the patience of 0.05 s"):
-            exchange(loop.gp.begin(0, 0.0), 0)
+            exchange(loop.gp.begin(0, 0.0), 0, None)
     else:
-        exchange(loop.gp.begin(0, 0.0), 0)
+        exchange(loop.gp.begin(0, 0.0), 0, None)
     assert time.perf_counter() - t0 >= 0.05
     return loop
 
@@ -153,5 +154,6 @@ def _silent_cycle(on_patience):
 def test_patience_runs_out_abort_or_hold():
     for on_patience in ("abort", "hold"):
         loop = _silent_cycle(on_patience)
-        assert loop.patience_expired == {i: 1 for i in range(1, 11)}
+        assert loop.stats.patience["expired"] == {str(i): 1 for i in range(1, 11)}
+        assert loop.stats.summary()["patience"]["on_patience"] == on_patience
         assert not loop.gp.complete

@@ -10,7 +10,7 @@ import socket
 import sys
 import time
 
-from bus_protocol import can_ids
+from bus_protocol import can_ids, medium
 from firmware import node as node_mod
 from firmware.hal.sim import SimHAL
 
@@ -31,7 +31,7 @@ class _Paced:
     """Optional line-rate emulation: a write leaves the port when the line would have
     finished shifting it out (store and forward), so chain latency is realistic."""
 
-    def __init__(self, baud, bits_per_byte=10):
+    def __init__(self, baud, bits_per_byte=medium.UART_BITS_PER_BYTE):
         self.us_per_byte = (bits_per_byte * 1000000) // baud if baud else 0
         self._q = []          # [due_us, bytes]
         self._free = 0        # when the line is idle again (ticks_us)
@@ -123,9 +123,7 @@ class UdpPort(_Paced):
 
     def __init__(self, me, n_nodes, base_port, host="127.0.0.1", bitrate=0):
         _Paced.__init__(self, bitrate, 1)
-        if bitrate:  # per bit: 8 bits per byte plus ~67 bits of CAN-FD framing per frame
-            self.us_per_byte = 0
-            self.us_per_bit = 1000000.0 / bitrate
+        self.bitrate = bitrate
         self.me = me
         self.addrs = [socket.getaddrinfo(host, base_port + k)[0][-1] for k in range(n_nodes + 1)]
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -146,22 +144,16 @@ class UdpPort(_Paced):
         h[2] = (cid >> 16) & 0xFF
         h[3] = (cid >> 24) & 0xFF
         dgram = bytes(h) + can_ids.fd_payload(frame)
-        if getattr(self, "us_per_bit", 0):
-            nbits = 67 + 8 * (len(dgram) - 4)
-            self.us_per_byte = int(nbits * self.us_per_bit)
+        if self.bitrate:   # one "byte" of the pacer = this frame's line time
+            self.us_per_byte = int(medium.fd_frame_seconds(len(frame), self.bitrate) * 1000000)
             self._queue((dst, dgram), 1)
             return
         self._raw_write((dst, dgram))
 
     def _raw_write(self, item):
         dst, dgram = item
-        s = self.s
-        if dst == 0xFF:
-            for k in range(len(self.addrs)):
-                if k != self.me:
-                    s.sendto(dgram, self.addrs[k])
-        elif dst < len(self.addrs):
-            s.sendto(dgram, self.addrs[dst])
+        for k in medium.receivers(dst, self.me, len(self.addrs) - 1):
+            self.s.sendto(dgram, self.addrs[k])
 
     def recv(self):
         try:
