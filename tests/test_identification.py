@@ -40,7 +40,8 @@ def _record(sc, links):
             rx(f, n)
         a.receive = tap
     loop.agents = bus.agents
-    assert loop.run(lambda fr, k: bus.run(fr)) == "ok", loop.reason
+    stats = loop.run(lambda fr, k, deadline: bus.run(fr))
+    assert stats.status == "ok", stats.reason
     return loop, frames
 
 
