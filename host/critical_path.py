@@ -5,8 +5,9 @@ host's clock (processes mode: CLOCK_MONOTONIC of one machine) the finish is take
 the tick's opening on that one clock; elsewhere (boards) from each node's own SYNC, which
 reaches link i a few hops after link 1, so that measure ranks base-ward nodes late by the
 SYNC's ripple. The node that finished last closed the cycle; a node's slack is how much
-earlier it finished. Per-node per-cycle finish times go to the time series and
-critical_path.png shows the node last in each cycle, the slack per node and how often
+earlier it finished. Per-node per-cycle finish times go to critical_path.npz (the run's
+timing series, apart from timeseries.npz, the plant's record that a lockstep run shares
+with an in-process one), and critical_path.png shows the node last in each cycle, the slack per node and how often
 each node was last."""
 import numpy as np
 
@@ -59,13 +60,13 @@ def summarise(services, n):
     return out
 
 
-def arrays(services, n):
-    """Time series: finish_tick, finish_us (from the node's SYNC) and, with a shared clock,
-    finish_common_us (from the tick's opening)."""
+def save(services, n, out_dir):
+    """critical_path.npz: finish_tick, finish_us (from the node's SYNC) and, with a shared
+    clock, finish_common_tick, finish_common_us (from the tick's opening)."""
     out = dict(zip(("finish_tick", "finish_us"), matrix(services.finish, n)))
     if services.finish_common:
         out["finish_common_tick"], out["finish_common_us"] = matrix(services.finish_common, n)
-    return out
+    np.savez_compressed(out_dir / "critical_path.npz", **out)
 
 
 def plot(services, n, out_dir, title):

@@ -73,8 +73,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     if stats.traceback:
         log_lines.append(stats.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
-    if mode != "inprocess":
-        meta.update(critical_path.arrays(loop.gp.services, sc.n))
+    if mode != "inprocess":   # beside timeseries.npz, which keeps the plant's record
+        critical_path.save(loop.gp.services, sc.n, out_dir)
     loop.gp.services.close()
     if loop.gp.estimates:   # the last link's load estimate (seed 001)
         from host import identification

@@ -109,8 +109,9 @@ def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
     # 121 ticks; the first and the last block of 12 may miss a node's TIMING frame
     assert cp["cycles"] >= 121 - 2 * 12 and sum(cp["times_critical"]) == cp["cycles"]
     assert (out / "critical_path.png").exists()
-    data = np.load(out / "timeseries.npz")
+    data = np.load(out / "critical_path.npz")
     assert data["finish_common_us"].shape[1] == 10
+    assert "finish_us" not in np.load(out / "timeseries.npz")   # the plant's record stays as in process
     for link in range(1, 11):
         assert "finished after" in services.node_log_path(out, link).read_text()
     assert json.loads((out / "summary.json").read_text())["critical_path"]["node_most_often"] == cp["node_most_often"]
