@@ -96,6 +96,7 @@ class LinkAgent:
         self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
         self._n_assert = 0
         self.acted_tick = -1
+        self.lockstep = False  # the run's clock is synthetic (COMMAND RESET, arg 1)
         self.t_sync = 0
         self.cycle_us = 0
         self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
@@ -150,6 +151,10 @@ class LinkAgent:
         self.t_sync = self.hal.ticks_us()
         self.tick = tick
         self._n_assert = 0
+        if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
+            wait = getattr(self.hal, "wait_state", None)
+            if wait is not None:
+                wait(tick)
         self.sample()
         self.safety.on_sample(tick, self.q, self.qd)
         # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
@@ -168,10 +173,16 @@ class LinkAgent:
     def idle(self):
         """Called by the board loop whenever the bus has been quiet for a while: with no
         SYNC for watchdog_ms the bus is lost (the per-cycle watchdog needs SYNCs to run),
-        so brake, and keep the brake PD going at the loop's rate. True while braked."""
+        so brake, and keep the brake PD going at the loop's rate. True while braked.
+        In a lockstep run no time passes between SYNCs (the plant waits for the host),
+        so a quiet bus is no fault and there is nothing to hold (docs/design.md §13);
+        the joint is still read, which feeds a board's hardware watchdog (wdt_ms)."""
         sf = self.safety
         if sf.state == safety.INIT:
             return False
+        if self.lockstep:
+            self.hal.read()
+            return sf.state == safety.BRAKED
         if ticks_diff(self.hal.ticks_us(), self.t_sync) > 1000 * sf.watchdog_ms:
             if sf.state != safety.BRAKED:
                 sf.trip(safety.F_LOST_BUS)
@@ -316,6 +327,7 @@ class LinkAgent:
             self.send_status()
         elif cmd == m.CMD_RESET:
             self.new_run()
+            self.lockstep = arg == 1.0
 
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run

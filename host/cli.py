@@ -167,16 +167,20 @@ def cmd_scan(a):
 
 
 def cmd_budget(a):
-    from host import budget
+    from host import budget, hop_compute
     compute = {}
     try:
         if a.measure_on:
-            compute = budget.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
+            compute = hop_compute.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
             if not compute:
                 sys.stderr.write("linkteam budget: the benchmark printed no HOP lines on %s\n" % a.measure_on)
                 return 1
         if a.compute:
-            compute.update(budget.parse_compute(a.compute))
+            compute.update(hop_compute.parse_compute(a.compute, a.board))
+        elif a.board:
+            import json
+            with open(a.results) as f:
+                compute = hop_compute.board_compute(json.load(f), a.board)
         print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
@@ -284,6 +288,10 @@ def main(argv=None):
     g.add_argument("--compute", metavar="NAME=US,...|@FILE",
                    help="per-hop compute in us (k_us, goal_us, fwd_us, host_us, wake_us), or @FILE holding "
                         "mp_node_cycle.py's output from a board; overrides --measure-on")
+    g.add_argument("--board", choices=("stm32f4-168mhz", "rp2040-125mhz"),
+                   help="per-hop compute of this board from make mcu-bench's instruction counts "
+                        "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
+    g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

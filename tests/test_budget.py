@@ -4,7 +4,7 @@ import pytest
 
 from bus_protocol import messages as m
 
-from host import budget
+from host import budget, hop_compute
 
 from .conftest import needs
 
@@ -33,23 +33,35 @@ def test_budget_scales_and_reports():
     assert wire["latency_s"] < 0.8 * bus["latency_s"] and wire["bytes_per_cycle"] < bus["bytes_per_cycle"]
 
 
+def test_a_line_busier_than_the_period_does_not_fit_even_when_the_latency_does():
+    # 3 links on classic CAN at 1 Mbit/s: SPEC.md's 125 + 105 N bytes a cycle, each CAN frame
+    # carrying at most 8 of them in >= 47 + 64 bit times, so the line alone needs more than
+    # (125 + 315) / 8 * 111 us = 6.1 ms; the simulated busiest line is longer than the 8.33 ms
+    # period at 120 Hz while K_N and the torques are in sooner
+    r = budget.simulate(3, "can:1000000", plant="real")
+    assert r["bytes_per_cycle"] >= 125 + 105 * 3
+    assert r["busiest_line_s"] > 1 / 120 > r["latency_s"]
+    assert r["max_rate_hz"] < 120
+    assert "at 120 Hz (period 8.333 ms): DOES NOT FIT" in budget.report(3, "can:1000000", 120, plant="real")
+
+
 def test_compute_given_or_read_from_a_boards_benchmark_output(tmp_path):
     # the output of benchmarks/mp_node_cycle.py as a board prints it (mpremote run)
     out = tmp_path / "rp2.txt"
     out.write_text("RAM after init: gc.mem_alloc() 52000 bytes\nHOP k_us 900\nHOP goal_us 700\nHOP fwd_us 120\n")
-    got = budget.parse_compute("@%s" % out)
+    got = hop_compute.parse_compute("@%s" % out)
     assert got == {"k_us": 900.0, "goal_us": 700.0, "fwd_us": 120.0}
-    assert budget.parse_compute("k_us=900, wake_us=20") == {"k_us": 900.0, "wake_us": 20.0}
+    assert hop_compute.parse_compute("k_us=900, wake_us=20") == {"k_us": 900.0, "wake_us": 20.0}
     slow = budget.simulate(10, "canfd:1000000/5000000", plant="real", compute=got)
     fast = budget.simulate(10, "canfd:1000000/5000000", plant="real")
     # K_N waits for ten K hops: each ~860 us slower than the desktop default
     assert slow["k_n_s"] - fast["k_n_s"] == pytest.approx(10 * (900 - 40) * 1e-6, rel=0.05)
     for bad in ("k_us", "k_us=fast", "kus=3", "k_us=-1"):
         with pytest.raises(ValueError):
-            budget.parse_compute(bad)
+            hop_compute.parse_compute(bad)
     (tmp_path / "empty.txt").write_text("nothing here\n")
     with pytest.raises(ValueError, match="HOP"):
-        budget.parse_compute("@%s" % (tmp_path / "empty.txt"))
+        hop_compute.parse_compute("@%s" % (tmp_path / "empty.txt"))
 
 
 @needs("micropython")

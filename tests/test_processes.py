@@ -3,11 +3,14 @@ Correctness comes from runs whose figures must equal the in-process run's exactl
 (lockstep, or a wall clock slow enough that every deadline is met on a busy machine);
 the schedule's rules are checked on a scripted clock. Full-rate timing: `make bench`."""
 import os
+import signal
+import threading
 import time
 
 import numpy as np
 import pytest
 
+from bus_protocol import messages as m
 from host.run import run_scenario
 from host.runners import inprocess, processes, wallclock
 from host.runners.base import Aborted, ControlLoop
@@ -19,12 +22,13 @@ SLOWDOWN = 12      # wall-clock runs: 100 ms of wall time per 8.3 ms tick of the
 WATCHDOG_MS = 2000  # ... so the agents' silent-bus watchdog must allow for 100 ms SYNC spacing
 
 
-def scenario(name="reference.toml", seconds=1.0, **simulation):
+def scenario(name="reference.toml", seconds=1.0, watchdog_ms=WATCHDOG_MS, **simulation):
     """A scenario of scenarios/ cut to `seconds`; `simulation` fields and the agents'
-    watchdog_ms as given."""
+    watchdog_ms as given (None: the scenario's own)."""
     data, sources = read_toml(REPO / "scenarios" / name)
     data["simulation"].update(duration=seconds, **simulation)
-    data.setdefault("behaviours", {}).setdefault("safety", {})["watchdog_ms"] = WATCHDOG_MS
+    if watchdog_ms is not None:
+        data.setdefault("behaviours", {}).setdefault("safety", {})["watchdog_ms"] = watchdog_ms
     return from_dict(data, REPO / "scenarios" / name, sources)
 
 
@@ -89,6 +93,53 @@ def test_lockstep_is_synthetic_and_identical_to_inprocess(bus, wire, topology, j
     assert s.get("topology") == topology
     assert same_run(out, ref_out) == []
     assert (s["e_rms_m"], s["phi_rms_rad"], s["q_rms_rad"]) == (ref["e_rms_m"], ref["phi_rms_rad"], ref["q_rms_rad"])
+
+
+@needs("micropython")
+@pytest.mark.parametrize("bus,wire", [("uart", "pty"), ("can", "socket")])
+def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
+    """Lockstep: no time passes between SYNCs, so a stall must change nothing. The host
+    stops for 150 ms before tick 31, and link 5 for 150 ms inside tick 60 (links 6-10
+    hear nothing, links 1-4 wait for the goal): both longer than a link's idle wait
+    (100 ms) and its silent-bus watchdog (the default watchdog_ms, 50 ms), which once
+    braked the links whatever the clock. The joint states of tick 90 reach the links
+    100 ms after the tick's SYNC (their own wire, held up), which a link once did not
+    wait for: it sampled tick 89's. The in-process run to the last digit, every link
+    running."""
+    procs, stall = [], 0.15
+    real_start, real_exchange = processes.Cluster.start, wallclock.make_exchange
+    real_send = processes.JointIO.send
+
+    def send(self, frame):
+        if m.Decoder().decode(frame)[4][0] == 90:
+            threading.Timer(0.1, real_send, (self, frame)).start()
+        else:
+            real_send(self, frame)
+
+    def start(self):
+        real_start(self)
+        procs.extend(self.procs)
+
+    def make_exchange(*a, **kw):
+        exchange = real_exchange(*a, **kw)
+
+        def stalled(frames, k, deadline):
+            if k == 31:
+                time.sleep(stall)
+            if k == 60:
+                os.kill(procs[4].pid, signal.SIGSTOP)
+                threading.Timer(stall, os.kill, (procs[4].pid, signal.SIGCONT)).start()
+            return exchange(frames, k, deadline)
+        return stalled
+    monkeypatch.setattr(processes.Cluster, "start", start)
+    monkeypatch.setattr(wallclock, "make_exchange", make_exchange)
+    monkeypatch.setattr(processes.JointIO, "send", send)
+    s, out = run_scenario(scenario(watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
+                          make_plots=False, bus=bus, lockstep=True, wire=wire)
+    ref, ref_out = run_scenario(scenario(watchdog_ms=None), tmp_path / "i", quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert [(n["state"], n["faults"]) for n in s["nodes"]] == [("run", [])] * 10
+    assert same_run(out, ref_out) == []
 
 
 @needs("micropython")

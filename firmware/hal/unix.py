@@ -59,7 +59,7 @@ class _Paced:
 
 class StreamPort(_Paced):
     """A UART-like byte port on a file object (pty slave opened by path, or an
-    inherited pty master on stdin). write(buf) -> n ; readinto(buf) -> n or None."""
+    inherited pty master on stdin). write(buf[, n]) -> n ; readinto(buf) -> n or None."""
 
     def __init__(self, f, baud=0):
         _Paced.__init__(self, baud)
@@ -69,7 +69,9 @@ class StreamPort(_Paced):
     def fileno(self):
         return self.f.fileno()
 
-    def write(self, buf):
+    def write(self, buf, n=None):
+        if n is not None and n < len(buf):
+            buf = memoryview(buf)[:n]
         if self.us_per_byte:
             self._queue(bytes(buf), len(buf))
             return len(buf)
@@ -180,6 +182,20 @@ class SimIO(SimHAL):
         self.s.bind(socket.getaddrinfo(host, io_base + link)[0][-1])
         self.s.setblocking(False)
         self.host_addr = socket.getaddrinfo(host, io_base)[0][-1]
+        self._poll = select.poll()
+        self._poll.register(self.s, select.POLLIN)
+
+    def wait_state(self, tick, ms=5000):
+        """Lockstep: block until the joint state of `tick` is in (or ms pass, when the
+        host gives up on the tick anyway). It comes on this wire, apart from the SYNC on
+        the bus, and may trail it on a busy machine. -> True if it is in."""
+        end = time.ticks_add(time.ticks_ms(), ms)
+        while True:
+            self.read()
+            left = time.ticks_diff(end, time.ticks_ms())
+            if self.state_tick >= tick or left <= 0:
+                return self.state_tick >= tick
+            self._poll.poll(left)
 
     def read(self):
         while True:

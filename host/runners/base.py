@@ -43,6 +43,7 @@ class ControlLoop:
         self.rec = Recorder(sc.n)
         self.stats = RunStats()
         self.late = False         # this tick's torques missed their deadline
+        self.interrupted = False  # set by a signal handler (host/logs.RunDir): stop at the next tick
 
     def tick_steps(self):
         """Plant step index of every control tick: ticks fall on the plant's time grid."""
@@ -67,6 +68,8 @@ class ControlLoop:
         start = now()
         try:
             for j, (k, s) in enumerate(steps):
+                if self.interrupted:
+                    raise KeyboardInterrupt
                 t = s * sc.timestep
                 for i, path in enumerate(self.paths):
                     if path is not None:

@@ -83,7 +83,7 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
         except Aborted as e:
             stats.abort(str(e))
             return stats
-        tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
+        wallclock.reset_links(tr, lockstep)
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         stats.figures_from = FIGURES_FROM[bool(real_plant)]

@@ -353,6 +353,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     pauses = None
     try:
         stats.node_ready = cluster.ready_lines
+        wallclock.reset_links(cluster.transport, lockstep)
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         if lockstep:
             exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, cluster.check, io=cluster.io,

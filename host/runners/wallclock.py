@@ -178,6 +178,13 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
     return exchange
 
 
+def reset_links(transport, lockstep):
+    """COMMAND RESET to every link before the first tick: a fresh run, and its clock
+    (arg 1: synthetic, no time passes between SYNCs, so the links' silent-bus watchdog
+    is off and a host or link held up between or within ticks changes nothing)."""
+    transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
+
+
 def collect_status(gp, transport, timeout=2.0):
     """After the last tick: PING every node and take in frames for the host until every
     node's STATUS is in (link health for the summary) or `timeout` s pass."""
