@@ -16,17 +16,20 @@ from firmware.hal import unix
 
 
 class MemWire:
-    """One end of a UART wire inside a node: write() queues bytes at the far end,
-    readinto() takes what the far end wrote (None when there is nothing)."""
+    """One end of a UART wire inside a node (the byte-port surface of firmware/hal):
+    write(buf[, n]) queues bytes at the far end, readinto() takes what the far end wrote
+    (None when there is nothing)."""
 
     def __init__(self):
         self.rx = b""
         self.peer = None
         self.hup = False
 
-    def write(self, buf):
-        self.peer.rx += buf
-        return len(buf)
+    def write(self, buf, n=None):
+        if n is None:
+            n = len(buf)
+        self.peer.rx += buf[:n]   # a copy: the node reuses its transmit buffer
+        return n
 
     def readinto(self, buf):
         n = min(len(buf), len(self.rx))
