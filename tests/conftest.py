@@ -44,3 +44,14 @@ def run_micropython(code, stdin=None, timeout=120):
                        text=True, timeout=timeout, cwd=str(REPO), env=dict(os.environ))
     assert r.returncode == 0, "micropython failed:\n%s\n%s" % (r.stdout[-2000:], r.stderr[-4000:])
     return r.stdout
+
+
+def run_both(script, stdin=None, timeout=300):
+    """A tests/mp_*.py script under MicroPython and CPython, the repo root on sys.path:
+    (micropython stdout, cpython stdout)."""
+    code = (REPO / "tests" / script).read_text()
+    mp = run_micropython(code, stdin=stdin, timeout=timeout)
+    r = subprocess.run([sys.executable, "-c", "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)],
+                       input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return mp, r.stdout
