@@ -18,11 +18,11 @@ THESIS = ROOT / "scenarios" / "thesis"
 GAINS = {"wp": 1.0, "wv": 1.0}
 
 
-def _arm(n, q0, l=0.5, m=2.0, izz=0.05, controller=None, knots=None, rate=1000.0, duration=1.0):
+def _arm(n, q0, l=0.5, m=2.0, izz=0.05, controller=None, knots=None, rate=1000.0, duration=1.0, damping=1.0):
     data = {"name": "arm%d" % n,
             "simulation": {"duration": duration, "control_rate_hz": rate, "timestep": 0.001},
             "robot": {"links": n, "link": {"a": l, "mass": m, "inertia": [0.01, izz, izz],
-                                           "centroid": [-l / 2, 0.0, 0.0], "damping": 1.0},
+                                           "centroid": [-l / 2, 0.0, 0.0], "damping": damping},
                       "override": [{"links": [i + 1], "q0": q} for i, q in enumerate(q0)]},
             "rmdac": {"linear": GAINS, "rotation": GAINS},
             "trajectory": {"knot": knots or [{"interval": [0.0, 1.0], "position": [n * l, 0.0, 0.0]}]},
@@ -79,6 +79,30 @@ def test_computed_torque_follows_its_ik_reference(tmp_path):
     s, _ = run_scenario(sc, tmp_path / "c", quiet=True, make_plots=False)
     assert s["status"] == "ok", s
     assert s["e_max_m"] < 0.375 / 10.0, s
+
+
+def test_computed_torque_holds_a_zero_initial_error_at_zero():
+    # one link, no gravity, no damping: D is constant and N = 0, so the plant's acceleration over
+    # a control period is exactly the commanded one, and the error e = q_d - q obeys
+    # e'' + KD e' + KP e = 0 at every tick; from e(0) = e'(0) = 0 it stays 0 while the link
+    # swings 0.8 rad. (A law comparing q_d of the next tick with q of this one leaves ~qd T.)
+    q0, l, rate = 0.3, 0.5, 125.0
+    knot = {"interval": [0.0, 1.0], "position": [l * math.cos(q0 + 0.8), l * math.sin(q0 + 0.8), 0.0],
+            "angle": q0 + 0.8}
+    sc = _arm(1, [q0], controller={"kind": "computed-torque", "kp": 100.0, "kv": 20.0, "k_ik": 10.0},
+              knots=[knot], rate=rate, damping=0.0)
+    plant = Plant(sc.arm, timestep=sc.timestep)
+    plant.reset(np.array([q0]), np.zeros(1))
+    c = Centralised(sc, plant)
+    e = []
+    for k in range(int(1.2 * rate)):
+        c.begin(k, k / rate)
+        q, qd = plant.joint_state()
+        e.append((c.q_d[0] - q[0], c.qd_d[0] - qd[0]))
+        plant.set_torques(c.torques)
+        plant.step(int(round(1.0 / (rate * sc.timestep))))
+    assert abs(c.q_d[0] - q0 - 0.8) < 0.01            # the reference did swing the link
+    assert np.abs(e).max() < 1e-9, np.abs(e).max(axis=0)
 
 
 def test_computed_torque_cancels_the_dynamics_exactly():
