@@ -84,3 +84,16 @@ def test_the_control_rate_sweep_changes_the_control_rate(tmp_path):
         assert s["status"] == "ok" and s["control_rate_hz"] == hz
         assert len(np.load(tmp_path / str(hz) / "timeseries.npz")["t"]) == round(0.1 * hz) + 1
     assert {60.0, 1000.0} <= set(gains.RATES)
+
+
+def test_weight_sweep_windows_tell_a_growing_error_from_a_falling_one(tmp_path):
+    # a synthetic 40 s run at 120 Hz whose error is 1, 2, 3, 4 mm (along x) in its four 10 s windows
+    t = np.arange(0, 40 * 120 + 1) / 120.0
+    err = 1e-3 * (1 + np.minimum(np.floor(t / 10.0), 3))
+    p_d = np.zeros((len(t), 3))
+    np.savez(tmp_path / "timeseries.npz", t=t, p_d=p_d, p=p_d - np.c_[err, 0 * err, 0 * err])
+    windows = gains.window_rms(tmp_path)
+    assert np.allclose(windows, [1e-3, 2e-3, 3e-3, 4e-3])
+    assert gains.growth(windows) == "growing" and gains.growth(windows[::-1]) == "bounded"
+    # the measured weight-5 and weight-4 windows (mm) of the 40 s sweep
+    assert gains.growth([32, 40, 57, 64]) == "growing" and gains.growth([24, 35, 16, 9]) == "bounded"
