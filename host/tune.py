@@ -21,7 +21,7 @@ of different scale weigh alike (1.0 = as good as the thesis gains):
     J = e_rms / e_rms0 + W_PHI max(0, phi_rms / phi_rms0 - 1) + W_SAT max(0, sat - sat0)
 
 (sat: fraction of control ticks with a joint at its torque limit u_sat). A run that aborts
-(diverges) scores DIVERGED and prunes the trial. The trial's objective is the mean (or the
+(diverges) scores DIVERGED (2 - the fraction of the run it lasted) and prunes the trial. The trial's objective is the mean (or the
 worst) J over the training scenarios and, with --robust, their variants with payload 0,
 payload x2 and half the control rate of the first training scenario (each normalised by
 that scenario's run with the thesis gains).
@@ -44,6 +44,7 @@ from host.scenario import SCHEMA, ScenarioError, _line_of, _merge, from_dict, re
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGED = 100.0   # score of an aborted run: far above any run that tracks (thesis gains: 1.0)
+                   # and up to twice that for an early abort, so the sampler learns which way is stable
 W_PHI = 0.5        # per unit of orientation-error ratio above the thesis gains'
 W_SAT = 1.0        # per unit of the fraction of ticks at the torque limit above the thesis gains'
 GAIN_TABLES = ("linear", "rotation")
@@ -201,13 +202,14 @@ def run_case(c, params):
         u = np.load(out / "timeseries.npz")["u"] if s["status"] == "ok" else np.zeros((1, sc.n))
     u_sat = np.array([L["u_sat"] for L in sc.links])
     return {"status": s["status"], "reason": s["reason"], "e_rms": s["e_rms_m"], "phi_rms": s["phi_rms_rad"],
+            "lasted": s["sim_seconds"] / sc.duration,
             "sat": float(np.mean(np.any(np.abs(u) >= 0.999 * u_sat, axis=1))), "wall": s["wall_seconds"]}
 
 
 def score(r, base):
     """J of one run against its nominal scenario with the thesis gains (module docstring)."""
     if r["status"] != "ok" or base["status"] != "ok":
-        return DIVERGED
+        return DIVERGED * (2.0 - min(r["lasted"], base["lasted"]))
     return (r["e_rms"] / base["e_rms"] + W_PHI * max(0.0, r["phi_rms"] / max(base["phi_rms"], 1e-12) - 1.0)
             + W_SAT * max(0.0, r["sat"] - base["sat"]))
 
@@ -441,8 +443,8 @@ def main(a):
     if a.space:
         space = load_space(a.space, space)
     cases = list(training)
-    if a.robust:   # the variants of the first (nominal) training scenario
-        cases += robust_cases(training[0])
+    if a.robust:   # the variants of the first (nominal) training scenario, first: a trial
+        cases = robust_cases(training[0]) + cases   # that diverges there is pruned early
     if a.workers < 1 or a.trials < 0:
         raise ValueError("--workers must be >= 1 and --trials >= 0")
     name = a.study or "linkteam-tune"

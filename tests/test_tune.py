@@ -90,3 +90,18 @@ def test_extends_list_later_bases_win(tmp_path):
     (tmp_path / "bad.toml").write_text('extends = ["g1.toml", 3]\n')
     with pytest.raises(ScenarioError, match=r"bad.toml:1: extends: expected a file name or a list"):
         load(tmp_path / "bad.toml")
+
+
+def test_experiments_report_the_tuned_rows_beside_the_thesis_gains(tmp_path):
+    from host import experiments
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "tuned").mkdir()
+    _short(tmp_path / "thesis", "reference", ROOT / "scenarios" / "reference.toml", 1.0)
+    (tmp_path / "tuned" / "gains.toml").write_text("[rmdac.linear]\nwp = 3600.0\n")
+    (tmp_path / "tuned" / "reference.toml").write_text('extends = ["../thesis/reference.toml", "gains.toml"]\n')
+    results, report = experiments.run(["reference"], jobs=1, out_dir=tmp_path / "exp", progress=False,
+                                      scenario_dir=tmp_path / "thesis")
+    assert results["tuned-reference"]["status"] == "ok"
+    assert results["tuned-reference"]["e_rms_m"] != results["reference"]["e_rms_m"]   # other gains
+    text = report.read_text()
+    assert "| [reference](runs/tuned-reference/) | 2.779e-03 |" in text
