@@ -192,7 +192,7 @@ def main(argv=None):
     r.add_argument("--mode", choices=("inprocess", "processes", "hil"), default="inprocess")
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
-    r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes)")
+    r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes, hil)")
     r.add_argument("--wire", choices=("socket", "pty"), default="socket",
                    help="uart wires between processes: AF_UNIX socketpairs or pty pairs (slower: "
                         "a kernel worker thread per write)")
@@ -228,7 +228,7 @@ def main(argv=None):
     f.add_argument("--board", help="board name in firmware/boards (default from the board's platform)")
     f.add_argument("--bus-json", help='bus settings for config.json, e.g. \'{"base_port": 47000}\'')
     f.set_defaults(fn=cmd_flash)
-    b = sub.add_parser("boards", help="list attached boards: port, id, link, firmware version")
+    b = sub.add_parser("boards", help="list attached boards: port, platform, arch, link, board, firmware version")
     b.add_argument("--ports", help="comma-separated ports to ask (default: USB serial ports)")
     b.set_defaults(fn=cmd_boards)
     c = sub.add_parser("config", help="dump or restore a board's /config.json")

@@ -92,3 +92,23 @@ behaviours = { centering = { kw = 3.0 } }
     c9 = sc.agent_configs[8]["behaviours"]["centering"]
     c8 = sc.agent_configs[7]["behaviours"]["centering"]
     assert (c9["kq"], c9["kw"]) == (50.0, 3.0) and (c8["kq"], c8["kw"]) == (50.0, 20.0)
+
+
+def test_safety_watchdog_ms_reaches_the_agent(tmp_path):
+    """[behaviours.safety] watchdog_ms: an agent built from the scenario's link config
+    brakes on a bus silent for longer than that, not before."""
+    from firmware.agent import LinkAgent
+    from firmware.hal.sim import SimHAL
+    p, _ = mutate(tmp_path, "[behaviours.proxy]\n", "[behaviours.safety]\nwatchdog_ms = 20\n\n[behaviours.proxy]\n")
+    agent = LinkAgent(load(p).agent_configs[0], SimHAL(lambda buf, n: None))
+    clock = [0]
+    agent.hal.ticks_us = lambda: clock[0]
+    agent.on_sync(0)
+    clock[0] = 15_000
+    assert agent.idle() is False          # 15 ms without SYNC: under the scenario's 20 ms
+    clock[0] = 25_000
+    assert agent.idle() is True           # 25 ms: lost bus, braked (the default is 50 ms)
+    p, text = mutate(tmp_path, "[behaviours.proxy]\n", "[behaviours.safety]\nwatchdog_ms = 0\n\n[behaviours.proxy]\n")
+    with pytest.raises(ScenarioError) as ei:
+        load(p)
+    assert ei.value.field == "behaviours.safety.watchdog_ms" and int(ei.value.line) == line_no(text, "watchdog_ms = 0")
