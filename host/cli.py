@@ -42,6 +42,11 @@ def cmd_animate(a):
     return 0
 
 
+def cmd_envelope(a):
+    from host import envelope
+    return envelope.main(a)
+
+
 def _add_thesis_commands(sub):
     e = sub.add_parser("experiments", help="run the thesis experiments (scenarios/thesis/) in parallel and "
                        "write experiments/REPORT.md beside the thesis's figures")
@@ -209,6 +214,13 @@ def main(argv=None):
     r.set_defaults(fn=cmd_run)
     _add_thesis_commands(sub)
     _add_tune_command(sub)
+    n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
+                       "start pose) -> experiments/ENVELOPE.md and a heat map")
+    n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")
+    n.add_argument("--duration", type=float, help="simulated seconds per cell (default: the scenario's 40 s)")
+    n.add_argument("--out", help="output directory (default experiments/)")
+    n.add_argument("--quiet", action="store_true", help="no progress bar")
+    n.set_defaults(fn=cmd_envelope)
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
@@ -262,6 +274,9 @@ def main(argv=None):
         return a.fn(a)
     except ScenarioError as e:
         sys.stderr.write("linkteam: scenario error: %s\n" % e)
+        return 2
+    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
+        sys.stderr.write("linkteam: %s\n" % e)
         return 2
 
 

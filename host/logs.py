@@ -1,20 +1,54 @@
-"""Run directory: the per-tick time series (NPZ), summary.json and run.log."""
+"""Run directory: the per-tick time series (NPZ), summary.json and run.log, written as the
+run goes so that whatever stops it leaves the log, the data so far and the reason.
+
+A run to OUT is written into the sibling OUT.partial/ and renamed to OUT when it ends
+(status ok or aborted); the previous OUT stays whole until then, and is replaced whole. A
+directory OUT that holds files but no summary.json is not a run's: it is refused. Inside
+OUT.partial/:
+
+* summary.json from the start, with status "aborted" and a reason saying the run did not
+  finish, rewritten (atomically) at every chunk with how far it got: a run killed outright
+  (SIGKILL, power) leaves exactly that;
+* run.log, one flushed line at a time;
+* timeseries/NNNNNN.npz: the rows recorded since the previous chunk, one file per chunk
+  (about one a second of wall time). `load_run` reads them when timeseries.npz is missing;
+  at the end they become one timeseries.npz and the folder goes.
+
+SIGTERM is turned into the same interruption as Ctrl-C (SIGINT) while a run is open, so
+both end in an aborted summary naming the signal.
+"""
 import json
+import os
+import shutil
+import signal
+import threading
+import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
+CHUNK_DIR = "timeseries"
+
 
 class Recorder:
-    """Per-tick samples, appended as rows; `arrays()` stacks them."""
+    """Per-tick samples, appended as rows; `arrays()` stacks them. With `on_chunk` set,
+    the rows recorded since the last call are handed over about every `chunk_s` seconds
+    of wall time (and by `flush()`)."""
 
-    def __init__(self, n):
+    def __init__(self, n, chunk_s=1.0):
         self.n = n
         self.rows = {}
+        self.on_chunk = None
+        self.chunk_s = chunk_s
+        self._flushed = 0
+        self._last = time.monotonic()
 
     def add(self, **row):
         for k, v in row.items():
             self.rows.setdefault(k, []).append(np.array(v, dtype=float, copy=True))
+        if self.on_chunk is not None and time.monotonic() - self._last >= self.chunk_s:
+            self.flush()
 
     def __len__(self):
         return len(self.rows.get("t", []))
@@ -22,19 +56,154 @@ class Recorder:
     def arrays(self):
         return {k: np.stack(v) for k, v in self.rows.items()}
 
+    def flush(self):
+        """Hand the rows since the previous flush to on_chunk (if any)."""
+        n = len(self)
+        if self.on_chunk is not None and n > self._flushed:
+            self.on_chunk({k: np.stack(v[self._flushed:n]) for k, v in self.rows.items()})
+            self._flushed = n
+        self._last = time.monotonic()
 
-def write_run(out_dir, summary, arrays, log_lines, meta=None):
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if arrays:
-        np.savez_compressed(out / "timeseries.npz", **arrays, **(meta or {}))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
-    (out / "run.log").write_text("\n".join(log_lines) + "\n")
-    return out
+
+def _write_atomic(path, text):
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: the control loop ends the run the same way."""
+
+
+class RunDir:
+    """Writer of one run directory (see the module docstring). Use as a context manager
+    around the run: an exception that escapes it still leaves an aborted summary."""
+
+    def __init__(self, out_dir, header):
+        self.final = Path(out_dir)
+        if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
+            raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
+                                  "will not replace it; choose another --out" % self.final)
+        self.path = self.final.with_name(self.final.name + ".partial")
+        if self.path.exists():   # the leftovers of a run killed outright
+            shutil.rmtree(self.path)
+        (self.path / CHUNK_DIR).mkdir(parents=True)
+        self.chunks = 0
+        self.t_last = None
+        self.signal = None
+        self.finished = False
+        self.loop = None
+        self._gp_logged = 0
+        self._log = open(self.path / "run.log", "a", buffering=1)
+        self.head = {}
+        self._summary_pending()
+        self.log(header)
+
+    # ---------------------------------------------------------------- during the run
+    def log(self, line):
+        self._log.write(line + "\n")   # line-buffered: on disk (page cache) at every line
+
+    def attach(self, loop):
+        """Stream the control loop's recorder here, and its agents' LOG lines with it."""
+        self.loop = loop
+        self.head = {"scenario": loop.sc.name, "path": loop.sc.path, "links": loop.sc.n, "mode": loop.mode}
+        self._summary_pending()
+        loop.rec.on_chunk = self.chunk
+
+    def chunk(self, rows):
+        path = self.path / CHUNK_DIR / ("%06d.npz" % self.chunks)
+        with open(path.with_suffix(".tmp"), "wb") as f:   # a chunk is there whole or not at all
+            np.savez(f, **rows)
+        os.replace(path.with_suffix(".tmp"), path)
+        self.chunks += 1
+        self.t_last = float(rows["t"][-1])
+        self._log_agents()
+        self._summary_pending()
+
+    def _log_agents(self):
+        entries = self.loop.gp.logs if self.loop else []
+        for entry in entries[self._gp_logged:]:
+            self.log("%.3f link %d: %s" % entry)
+        self._gp_logged = len(entries)
+
+    def _summary_pending(self):
+        got = "" if self.t_last is None else "; the time series reaches t = %.3f s" % self.t_last
+        s = dict(self.head, status="aborted",
+                 reason="the run did not finish: its process ended without writing a summary "
+                        "(killed outright, or the machine stopped)" + got)
+        _write_atomic(self.path / "summary.json", json.dumps(s, indent=2) + "\n")
+
+    # ---------------------------------------------------------------- at the end
+    def finish(self, summary, arrays, log_lines, meta=None):
+        """Final summary, the whole time series in one NPZ (the chunks go), the last log lines."""
+        if self.signal and summary.get("status") != "ok":
+            summary["reason"] = "interrupted (%s)" % self.signal
+            log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
+        self._log_agents()
+        if arrays:
+            np.savez_compressed(self.path / "timeseries.npz", **arrays, **(meta or {}))
+        shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
+        _write_atomic(self.path / "summary.json", json.dumps(summary, indent=2, sort_keys=False) + "\n")
+        for line in log_lines:
+            self.log(line)
+        self.finished = True
+
+    def commit(self):
+        """OUT.partial -> OUT; the previous OUT is removed only once the new one is in place."""
+        self._log.close()
+        old = self.final.with_name(self.final.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        if self.final.exists():
+            os.rename(self.final, old)
+        os.rename(self.path, self.final)
+        if old.exists():
+            shutil.rmtree(old)
+
+    # ---------------------------------------------------------------- context
+    def __enter__(self):
+        self._installed = threading.current_thread() is threading.main_thread()
+        if self._installed:
+            self._prev_term = signal.signal(signal.SIGTERM, self._on_signal)
+        return self
+
+    def _on_signal(self, signum, frame):
+        self.signal = signal.Signals(signum).name
+        raise _Interrupted()
+
+    def __exit__(self, etype, exc, tb):
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._prev_term if self._prev_term is not None else signal.SIG_DFL)
+        if etype is not None:
+            if isinstance(exc, _Interrupted) or etype is KeyboardInterrupt:
+                reason = "interrupted (%s)" % (self.signal or "Ctrl-C")
+            else:
+                reason = "%s: %s" % (etype.__name__, exc)
+            if self.finished:   # the run itself is complete (e.g. stopped while plotting)
+                self.log("after the run: " + reason)
+            else:
+                if self.loop is not None:   # the rows since the last chunk
+                    self.loop.rec.flush()
+                s = dict(self.head, status="aborted", reason=reason)
+                self.log("status aborted " + reason)
+                self.log("".join(traceback.format_exception(etype, exc, tb)))
+                self._log_agents()
+                _write_atomic(self.path / "summary.json", json.dumps(s, indent=2) + "\n")
+        self.commit()
+        return False
 
 
 def load_run(run_dir):
+    """(summary, time series) of a run directory; a run killed outright (OUT.partial/)
+    has no timeseries.npz, only its chunks: they are joined."""
     d = Path(run_dir)
     summary = json.loads((d / "summary.json").read_text())
-    data = dict(np.load(d / "timeseries.npz", allow_pickle=False))
+    if (d / "timeseries.npz").exists():
+        data = dict(np.load(d / "timeseries.npz", allow_pickle=False))
+    else:
+        parts = [dict(np.load(p, allow_pickle=False)) for p in sorted((d / CHUNK_DIR).glob("*.npz"))]
+        data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
     return summary, data

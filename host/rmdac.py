@@ -6,8 +6,28 @@
     k(t) = k(0) + u1 int(r s dt) + u2 r s  for (k, s) in
            (d,1) (Kp,e) (Kv,ed) (c,x_d) (b,xd_d) (a,xdd_d)                    (6.206)
 
-integrated with the trapezoid rule over the actual elapsed time (6.209-6.210). It holds
-no model of the arm; cost O(task dimension) per cycle.
+integrated over the actual elapsed time dt between ticks (6.209-6.210). It holds no
+model of the arm; cost O(task dimension) per cycle.
+
+The integral pairs the error r(k) with the signal s(k-1) the force was computed from:
+
+    int(r s dt) += dt * r(k) * s(k-1)
+
+The force of tick k-1 is held until tick k (a sampled-data loop), so r(k) is the error
+that force left behind: this is the discrete-time adaptive law's pairing (error now,
+regressor of the previous step). For signals slow against the tick it agrees with the
+trapezoid rule of (6.209), dt/2 (r(k) s(k) + r(k-1) s(k-1)), to O(dt).
+
+Why not the trapezoid (measured on the reference arm, docs/design.md §4): a force held
+for a period T is stable only while T * lambda_max(Kv J M^-1 J^T) < 2. The straight,
+near-singular start winds Kv_x up to 603 N s/m with the trapezoid (359 with this
+pairing), and Kv then stays nearly constant. Without a payload the tool point is light
+(about 3 kg along x at the first knot, 14 kg with the 10 kg payload), so with Kv = 603
+that figure reaches 2.11 by t = 10 s: a tick-to-tick oscillation grows ~8 % a tick and
+the run diverged at 9.93 s; with Kv = 359 it peaks at 1.80. Under a sustained tick-to-tick
+oscillation the trapezoid raises Kv while this pairing lowers it, but too slowly to be
+what saves the run: the smaller wind-up is. The margin is finite (x4 integral gains
+diverge without a payload); docs/design.md §4 and experiments/ENVELOPE.md give the map.
 """
 # integral gain names in signal order 1, e, ed, x_d, xd_d, xdd_d
 U1_NAMES = ("delta", "alpha", "beta", "nu", "gamma", "lambda")
@@ -33,28 +53,27 @@ class RMDAC:
     def reset(self):
         self.integral = [[0.0] * 6 for _ in range(self.m)]
         self.k = [list(k) for k in self.k0]
-        self._rs_prev = None
+        self._sig_prev = None   # each coordinate's signals of the previous tick
 
     def update(self, dt, x_d, xd_d, xdd_d, e, ed):
         """One control tick; dt is the time since the previous tick (s). Returns f (list of m)."""
         f = []
-        rs_now = []
-        prev = self._rs_prev
+        sig_now = []
+        prev = self._sig_prev
         for j in range(self.m):
             ej, edj = float(e[j]), float(ed[j])
             r = self.wp[j] * ej + self.wv[j] * edj                          # (6.207)
             sig = (1.0, ej, edj, float(x_d[j]), float(xd_d[j]), float(xdd_d[j]))
-            rs = [r * x for x in sig]
             integ, u1, u2, k0, k = self.integral[j], self.u1[j], self.u2[j], self.k0[j], self.k[j]
             out = 0.0
             for i in range(6):
                 if prev is not None:
-                    integ[i] += 0.5 * dt * (rs[i] + prev[j][i])           # trapezoid (6.209)
-                k[i] = k0[i] + u1[i] * integ[i] + u2 * rs[i]               # (6.206)
+                    integ[i] += dt * r * prev[j][i]                        # (6.209), see above
+                k[i] = k0[i] + u1[i] * integ[i] + u2 * r * sig[i]          # (6.206)
                 out += k[i] * sig[i]                                       # (6.205)
-            rs_now.append(rs)
+            sig_now.append(sig)
             f.append(out)
-        self._rs_prev = rs_now
+        self._sig_prev = sig_now
         return f
 
 

@@ -23,9 +23,19 @@ def vm_steal_ms():
 
 
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
-    out_dir = Path(out_dir or Path("runs") / sc.name)
-    log_lines = ["scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)]
+    """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir);
+    returns (summary, run directory)."""
+    header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
+    with logs.RunDir(out_dir or Path("runs") / sc.name, header) as rd:
+        summary = _run(sc, rd, mode, quiet, make_plots, opts)
+    return summary, rd.final
+
+
+def _run(sc, rd, mode, quiet, make_plots, opts):
+    out_dir = rd.path
+    log_lines = []
     loop = ControlLoop(sc, mode)
+    rd.attach(loop)
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
     if mode == "inprocess":
@@ -89,21 +99,20 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         summary["nodes"] = [{"link": src, "state": v[1], "faults": v[2], "bad_frames": v[3], "cycle_us": v[4]}
                             for src, v in sorted(loop.gp.status.items())]
     log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]
-    log_lines += ["%.3f link %d: %s" % entry for entry in loop.gp.logs]
     if getattr(loop, "node_logs", ""):
         log_lines.append("node output:\n" + loop.node_logs)
     log_lines.append("status %s %s" % (loop.status, loop.reason))
     if loop.traceback:
         log_lines.append(loop.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
-    logs.write_run(out_dir, summary, arr, log_lines, meta)
+    rd.finish(summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
             plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
                             spatial=sc.task == "spatial")
         except Exception as e:  # plots must never lose the run
-            (out_dir / "run.log").open("a").write("plotting failed: %r\n" % (e,))
-    return summary, out_dir
+            rd.log("plotting failed: %r" % (e,))
+    return summary
 
 
 class ProgressBar:

@@ -310,6 +310,12 @@ def _merge(a, b):
     return out
 
 
+def merge(a, b):
+    """Scenario data `b` over `a`, as a file extending `a` would write it (host/envelope.py's
+    cells): tables merge key by key, values and arrays replace."""
+    return _merge(a, b)
+
+
 def load(path):
     """Read and validate a scenario file (TOML, or a thesis NAME.scenario directory)."""
     path = Path(path)

@@ -18,6 +18,16 @@ from .model import DEFAULT_RADIUS, DEFAULT_TIMESTEP, build_mjcf
 from .sensors import nearest_surface, segment_center_distances
 
 
+# MuJoCo's "the simulation is unstable" warnings (NaN, Inf or huge values); on any of them
+# mj_step resets the state to the model's home pose and carries on
+UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+            mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADCTRL)
+
+
+class PlantUnstable(ArithmeticError):
+    pass
+
+
 class Plant:
     MAX_SKIP = 20   # adaptive contact check: exact test at least every MAX_SKIP steps
 
@@ -167,6 +177,7 @@ class Plant:
         if K == 0 and not llc:
             mujoco.mj_step(m, d, nsteps)
             self._synced = False
+            self._check_stable()
             return
         step, kin = mujoco.mj_step, mujoco.mj_kinematics
         adaptive = self._adaptive
@@ -188,6 +199,15 @@ class Plant:
                 kin(m, d)
                 self._update_contacts()
         self._synced = False
+        self._check_stable()
+
+    def _check_stable(self):
+        """Raise PlantUnstable once MuJoCo has found the state unstable (and reset it)."""
+        for w in UNSTABLE:
+            st = self.data.warning[w]
+            if st.number:
+                raise PlantUnstable("MuJoCo reset the state by t = %.3f s: %s"
+                                    % (self.data.time, mujoco.mju_warningText(w, st.lastinfo)))
 
     # ------------------------------------------------------------- state
     def _sync(self):
