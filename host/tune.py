@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from host.rmdac import U1_NAMES
-from host.scenario import SCHEMA, ScenarioError, _line_of, _merge, from_dict, read_toml
+from host.scenario import SCHEMA, ScenarioError, _line_of, from_dict, merge, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGED = 100.0   # score of an aborted run: far above any run that tracks (thesis gains: 1.0)
@@ -193,9 +193,9 @@ def run_case(c, params):
     from host.run import run_scenario
     path = Path(c["path"])
     data, sources = read_toml(path)
-    data = _merge(data, c["change"])
+    data = merge(data, c["change"])
     if params:
-        data = _merge(data, overlay(_applicable(data, params)))
+        data = merge(data, overlay(_applicable(data, params)))
     sc = from_dict(data, path, sources)
     with tempfile.TemporaryDirectory(prefix="linkteam-tune-") as d:
         s, out = run_scenario(sc, Path(d) / "run", quiet=True, make_plots=False)
