@@ -393,7 +393,7 @@ def report(out, study, meta, results, made, importance, thesis, best):
              "objective: %s over the training runs of J = e_rms/e_rms(thesis gains) + %.1f max(0, phi ratio - 1) "
              "+ %.1f (saturated-tick fraction above the thesis gains'); a diverged run scores %g."
              % (time.strftime("%Y-%m-%d %H:%M"), meta["study"], meta["storage"], meta["objective"], W_PHI, W_SAT, DIVERGED),
-             "", "Command: `%s`." % meta["command"],
+             "", "Study started by `%s`; this report by `%s`." % (study.user_attrs.get("command", "?"), meta["command"]),
              "", "Training runs: %s. Trials in the study: %d (%d complete, %d pruned), run by %d worker process(es) "
              "over %.0f min (first start to last end); this invocation added %d with %d worker(s) in %.0f s. "
              "Best trial #%d, objective %.4f (the thesis gains score 1 on each nominal training run)."
@@ -477,6 +477,8 @@ def main(a):
         baselines[c["label"]] = r = run_case(c, None)
         print("thesis gains: %-24s e_rms %s  phi_rms %s  %s" % (c["label"], _e(r["e_rms"]), _e(r["phi_rms"]), r["status"]))
     study = open_study(a.storage, out, name)
+    if "command" not in study.user_attrs:
+        study.set_user_attr("command", command(a))
     thesis = thesis_values(data0, space)
     if not study.trials and all(lo <= thesis[k] <= hi for k, (lo, hi, _log) in space.items()):
         study.enqueue_trial(thesis)   # the first trial: the gains the scenario ships with
