@@ -4,7 +4,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench mcu-bench clean
+
+# MicroPython source tree with ports/qemu, for the emulated microcontroller (host/mcu.py)
+MICROPY_SRC ?= ../shared/micropython-src/micropython-v1.28.0-qemu-src.tar.gz
+export MICROPY_SRC := $(abspath $(MICROPY_SRC))
 
 setup: $(STAMP)
 
@@ -24,6 +28,10 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+
+# instructions per phase of an agent cycle on emulated Cortex-M4F / M0+ boards -> bench/results.json
+mcu-bench: setup
+	$(PY) benchmarks/mcu/mcu_bench.py --install
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache *.egg-info

@@ -1,11 +1,22 @@
-# Run under MicroPython: the unix port (make bench), or a board through mpremote
-# (`linkteam budget --measure-on PORT` runs it on a flashed board). One link agent
-# behind a ChainNode with in-memory ports. Prints its RAM after init (gc.mem_alloc),
-# bytes allocated per control cycle (median), and per-hop compute (us) for host/budget.py:
-#   HOP k_us     poll round that takes K_{i-1} in and sends K_i
-#   HOP goal_us  poll round that takes the GOAL in and sends TORQUE
-#   HOP fwd_us   poll round that forwards one passing frame
+# Run under MicroPython: the unix port (make bench), a board through mpremote
+# (`linkteam budget --measure-on PORT` runs it on a flashed board), or an emulated
+# Cortex-M (make mcu-bench: host/mcu.py freezes it into the firmware and calls main()).
+# One link agent (link 3 of 10) behind a ChainNode with in-memory ports. Prints:
+#   RAM init N            gc.mem_alloc() held by the firmware's modules, agent and node
+#                         (after gc.collect(); measured from before the first import)
+#   ALLOC ...             bytes allocated per control cycle (median, gc disabled)
+#   PHASE name us         interquartile mean per poll round, us (1 us = 1000 instructions
+#                         on QEMU with -icount shift=0):
+#     sync      JOINT_STATE + SYNC in, SYNC passed on, joint sampled, A_i(q) built
+#     k_hop     K_{i-1} in, assertions and K_i out
+#     goal_hop  GOAL in (and passed on), TORQUE out
+#     forward   one frame from down, not for this node, passed up
+#     cycle     sync + k_hop + goal_hop (the agent's own work in one control cycle)
+#     idle_poll a poll round with nothing arrived (how soon a board loop sees a frame)
+#   GC pause us           one gc.collect() with the heap as the cycles leave it
+#   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/budget.py
 import gc
+import io
 import sys
 import time
 
@@ -15,10 +26,8 @@ except NameError:
     _root = "."
 sys.path.insert(0, _root)
 
-from bus_protocol import framing            # noqa: E402
-from bus_protocol import messages as m      # noqa: E402
-
 N = 10
+TICKS = 4    # distinct prebuilt ticks, reused round robin: the input costs no RAM per cycle
 
 
 def config():
@@ -28,86 +37,200 @@ def config():
 
 
 class Port:
+    """A byte-stream port whose readinto and write are C methods (io.BytesIO), as a
+    board's machine.UART's are, so the counts are the node's own work. feed() hands it
+    one prebuilt read; nothing is allocated per cycle."""
+
     def __init__(self):
-        self.inq = []
-        self.out = 0
+        self._out = io.BytesIO()
+        self.write = self._out.write
+        self.readinto = io.BytesIO(b"").readinto
 
-    def write(self, b):
-        self.out += len(b)
-        return len(b)
-
-    def readinto(self, buf):
-        if not self.inq:
-            return 0
-        d = self.inq.pop(0)
-        buf[:len(d)] = d
-        return len(d)
+    def feed(self, src):
+        src[0].seek(0)
+        self.readinto = src[1]
+        self._out.seek(0)
 
 
-def wire(mtype, src, dst, values):
-    return framing.uart_frame(m.encode(mtype, src, dst, 1, values))
+def inputs():
+    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up)."""
+    from bus_protocol import framing
+    from bus_protocol import messages as m
 
+    def wire(mtype, src, dst, values):
+        return framing.uart_frame(m.encode(mtype, src, dst, 1, values))
 
-def main(cycles=300 if sys.platform in ("linux", "darwin") else 60):   # a board's heap: fewer
-    gc.collect()
-    a0 = gc.mem_alloc()
-    from firmware.agent import LinkAgent
-    from firmware.hal.sim import SimHAL
-    from firmware.node import ChainNode
-    gc.collect()
-    a1 = gc.mem_alloc()
-    up, down = Port(), Port()
-    agent = LinkAgent(config(), SimHAL())
-    node = ChainNode(agent, up, down, bufsize=2048)
-    gc.collect()
-    a2 = gc.mem_alloc()
-    print("RAM after init: gc.mem_alloc() %d bytes (imported modules %d, agent + node %d)" % (a2, a1 - a0, a2 - a1))
-    # pre-built input so the measurement sees only the node's own allocation
+    def src(data):
+        b = io.BytesIO(data)
+        return b, b.readinto
     pre = []
-    for k in range(cycles):
+    for k in range(TICKS):
         js = wire(m.JOINT_STATE, 0, 3, (k, 0.1, 0.2, 0, 0., 0., 0., 0., 0., 0.))
         sy = wire(m.SYNC, 0, 255, (k,))
         kk = wire(m.KINEMATIC, 2, 3, (k, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2))
         gg = wire(m.GOAL, 0, 255, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))
         fw = wire(m.TORQUE, 7, 0, (k, 1.0, 1, 0., 0., 0., 0., 0., 0.))
-        pre.append((js + sy, kk, gg, fw))
-    t_k, t_g, t_f, alloc = [], [], [], []
+        pre.append((src(js + sy), src(kk), src(gg), src(fw)))
+    return pre
+
+
+def _iqm(v):
+    """Interquartile mean: robust to a stray timer reading, finer than the 1 us tick."""
+    v = sorted(v)
+    q = len(v) // 4
+    v = v[q:len(v) - q]
+    return sum(v) / len(v)
+
+
+def _med(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+def clock():
+    """-> (stamp(), diff(later, earlier) -> ticks, microseconds per tick). time.ticks_us,
+    except on QEMU's Cortex-M boards (make mcu-bench): there the SysTick down-counter
+    itself, 25 MHz, so 40 ns = 40 instructions under -icount shift=0 where ticks_us
+    rounds to 1 us (it reloads every 1 ms: every phase measured is shorter)."""
+    if sys.platform != "qemu":
+        return time.ticks_us, time.ticks_diff, 1.0
+    import machine
+    mem32 = machine.mem32
+
+    def stamp():
+        return mem32[0xE000E018]   # SYST_CVR
+
+    def diff(later, earlier):
+        return (earlier - later) % 25000
+    return stamp, diff, 0.04
+
+
+def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a board's heap: fewer
+    stamp, tdiff, us_per_tick = clock()
+    ticks_us = time.ticks_us
+    gc.collect()
+    a0 = gc.mem_alloc()
+    from firmware.agent import LinkAgent
+    from firmware.hal.sim import SimHAL
+    from firmware.node import ChainNode
+    up, down = Port(), Port()
+    agent = LinkAgent(config(), SimHAL())
+    node = ChainNode(agent, up, down)   # a board's buffer sizes (firmware/boards/mcu.py)
+    gc.collect()
+    a2 = gc.mem_alloc()
+    print("RAM after init: gc.mem_alloc() %d bytes" % a2)
+    print("RAM init %d" % (a2 - a0))
+    pre = inputs()
+    ph = ([], [], [], [], [], [])
+    alloc = []
+
+    def one(k, timed):
+        js_sy, kk, gg, fw = pre[k % TICKS]
+        b0 = gc.mem_alloc()
+        up.feed(js_sy)
+        t0 = stamp()
+        node.poll()
+        t1 = stamp()
+        up.feed(kk)
+        t2 = stamp()
+        node.poll()
+        t3 = stamp()
+        up.feed(gg)
+        t4 = stamp()
+        node.poll()
+        t5 = stamp()
+        down.feed(fw)
+        t6 = stamp()
+        node.poll()
+        t7 = stamp()
+        node.poll()
+        t8 = stamp()
+        b1 = gc.mem_alloc()
+        if timed:
+            ph[0].append(tdiff(t1, t0) - zero)
+            ph[1].append(tdiff(t3, t2) - zero)
+            ph[2].append(tdiff(t5, t4) - zero)
+            ph[3].append(tdiff(t7, t6) - zero)
+            ph[4].append(tdiff(t1, t0) + tdiff(t3, t2) + tdiff(t5, t4) - 3 * zero)
+            ph[5].append(tdiff(t8, t7) - zero)
+            alloc.append(b1 - b0)
+
+    for k in range(4):      # warm up: first-call caches, lists at their final size
+        one(k, False)
+    zero = []                 # the cost of reading the clock itself, taken off every phase
+    for _ in range(9):
+        t0 = stamp()
+        t1 = stamp()
+        zero.append(tdiff(t1, t0))
+    zero = _med(zero)
     gc.collect()
     gc.disable()
     for k in range(cycles):
-        if gc.mem_free() < 32768:   # room for a cycle's garbage, collected outside the timing
-            gc.collect()
-        js_sy, kk, gg, fw = pre[k]
-        b0 = gc.mem_alloc()
-        up.inq.append(js_sy)
-        node.poll()
-        up.inq.append(kk)
-        t0 = time.ticks_us()
-        node.poll()
-        t1 = time.ticks_us()
-        up.inq.append(gg)
-        node.poll()
-        t2 = time.ticks_us()
-        b1 = gc.mem_alloc()
-        down.inq.append(fw)
-        t3 = time.ticks_us()
-        node.poll()
-        t4 = time.ticks_us()
-        t_k.append(time.ticks_diff(t1, t0))
-        t_g.append(time.ticks_diff(t2, t1))
-        t_f.append(time.ticks_diff(t4, t3))
-        if b1 >= b0:
-            alloc.append(b1 - b0)
+        # every cycle starts from the same heap: the cost of an allocation depends on
+        # how far the allocator must search, and collecting only when the heap runs low
+        # made the same phase vary by up to ~50k instructions from build to build
+        gc.collect()
+        one(k, True)
+    print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), _med(alloc)))
+    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll"), ph):
+        print("PHASE %s %.3f" % (name, _iqm(v) * us_per_tick))
+    # the longest collection: the heap as far as the cycles fill it with their garbage
+    k = 0
+    while gc.mem_free() > 4096 + 2 * max(alloc) and k < 2000:
+        one(k, False)
+        k += 1
+    t0 = ticks_us()
+    gc.collect()
+    t1 = ticks_us()
     gc.enable()
-
-    def med(v):
-        v = sorted(v)
-        return v[len(v) // 2]
-    print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), med(alloc)))
-    print("HOP k_us %d" % med(t_k))
-    print("HOP goal_us %d" % med(t_g))
-    print("HOP fwd_us %d" % med(t_f))
+    print("GC pause %d us (heap %d bytes, after %d cycles without collection)"
+          % (time.ticks_diff(t1, t0), gc.mem_alloc() + gc.mem_free(), k))
+    print("HOP k_us %d" % round(_med(ph[1]) * us_per_tick))
+    print("HOP goal_us %d" % round(_med(ph[2]) * us_per_tick))
+    print("HOP fwd_us %d" % round(_med(ph[3]) * us_per_tick))
     print("torque", agent.u, "bad", agent.decoder.bad)
+
+
+class MpyFS:
+    """A read-only filesystem over {path: .mpy bytes}, mounted with vfs.mount(): the
+    firmware imported from .mpy files into RAM, as from a board's flash filesystem
+    (make mcu-bench measures RAM after init both ways)."""
+
+    def __init__(self, files):
+        self.files = files
+        self.dirs = set()
+        for p in files:
+            d = p.rsplit("/", 1)[0]
+            while d:
+                self.dirs.add(d)
+                d = d.rsplit("/", 1)[0]
+
+    def mount(self, readonly, mkfs):
+        pass
+
+    def umount(self):
+        pass
+
+    def stat(self, path):
+        if path in self.dirs or path in ("", "/"):
+            return (0x4000, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        if path in self.files:
+            return (0x8000, 0, 0, 0, 0, 0, len(self.files[path]), 0, 0, 0)
+        raise OSError(2)
+
+    def open(self, path, mode):
+        import io
+        if path not in self.files:
+            raise OSError(2)
+        return io.BytesIO(self.files[path])
+
+
+def main_mpy(files, cycles=100):
+    """main() with firmware/ and bus_protocol/ imported from .mpy files, not frozen."""
+    import vfs
+    vfs.mount(MpyFS(files), "/mpy")
+    sys.path[:] = ["/mpy"]
+    main(cycles)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """`make bench`: speed of the in-process reference run against a bare MuJoCo loop of the
 same model, in one process, so the ratio is the overhead of agents + bus + RMDAC.
 Medians of several repeats (the machine is small and noisy)."""
+import os
 import statistics
 import sys
 import time
@@ -11,6 +12,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import bench_wallclock  # noqa: E402
 from host.run import run_scenario  # noqa: E402
 from host.scenario import load  # noqa: E402
 from sim_host.plant import Plant  # noqa: E402
@@ -41,12 +43,29 @@ def main(repeats=3):
             rf, err = inprocess(sc, Path(tmp) / "ref")
             full.append(rf)
     b, f = statistics.median(bare), statistics.median(full)
+    ratios = sorted(x / y for x, y in zip(bare, full))   # each repeat's pair ran back to back
     print("reference run, %d links, %.0f s simulated, %d repeats (medians)" % (sc.n, sc.duration, repeats))
     print("  bare MuJoCo loop          realtime_factor %8.1f" % b)
     print("  in-process agents+bus     realtime_factor %8.1f   (e_rms_m %.4g)" % (f, err))
-    print("  overhead ratio bare/inprocess             %8.2f" % (b / f))
+    print("  overhead ratio bare/inprocess             %8.2f   (per repeat %s)"
+          % (b / f, ", ".join("%.2f" % r for r in ratios)))
+    save({"overhead_vs_bare_mujoco": round(b / f, 3),
+          "overhead_runs": {"bare_realtime_factor": bare, "inprocess_realtime_factor": full,
+                            "loadavg_1min": os.getloadavg()[0]}})
     for extra in EXTRA:
         extra()
+
+
+RESULTS = ROOT / "bench" / "results.json"
+
+
+def save(fields):
+    """Merge fields into bench/results.json (make mcu-bench writes its own keys there)."""
+    import json
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    data.update(fields)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 EXTRA = []   # further sections (MicroPython memory, bus budget) append themselves here
@@ -56,7 +75,7 @@ def micropython_agent():
     """One agent under the real MicroPython unix port: RAM after init, bytes allocated
     per control cycle, per-hop compute; then short processes-mode runs (wall clock)."""
     import subprocess
-    from host.runners.processes import micropython_path
+    from host.runners.children import micropython_path
     r = subprocess.run([micropython_path(), str(ROOT / "benchmarks" / "mp_node_cycle.py")],
                        capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     print("MicroPython agent (unix port, benchmarks/mp_node_cycle.py)")
@@ -77,6 +96,38 @@ def micropython_agent():
 
 
 EXTRA.append(micropython_agent)
+EXTRA += bench_wallclock.SECTIONS
+
+KNEE_RATES = (60.0, 120.0, 250.0, 500.0, 1000.0)
+
+
+def processes_knee(seconds=20.0):
+    """Processes mode (one MicroPython process per link, UART ring on socketpairs, wall
+    clock): the highest rate of KNEE_RATES at which 10 and 20 links hold 0 missed
+    cycles over `seconds` (the ladder stops at the first rate that misses)."""
+    import tempfile
+    from host.scenario import from_dict, read_toml
+    print("processes mode knee: highest rate with 0 missed cycles over %.0f s (loadavg %.1f)"
+          % (seconds, os.getloadavg()[0]))
+    knee = {}
+    for name in ("reference", "reference20"):
+        data, sources = read_toml(ROOT / "scenarios" / (name + ".toml"))
+        best = None
+        for rate in KNEE_RATES:
+            data["simulation"]["control_rate_hz"] = rate
+            data["simulation"]["duration"] = seconds
+            sc = from_dict(data, ROOT / "scenarios" / (name + ".toml"), sources)
+            with tempfile.TemporaryDirectory() as tmp:
+                s, _ = run_scenario(sc, Path(tmp) / "knee", mode="processes", quiet=True, make_plots=False)
+            print("  %2d links %6.0f Hz: %s missed_cycles %d" % (sc.n, rate, s["status"], s["missed_cycles"]))
+            if s["status"] != "ok" or s["missed_cycles"]:
+                break
+            best = rate
+        knee[str(sc.n)] = best
+    save({"processes_max_rate_hz": knee})
+
+
+EXTRA.append(processes_knee)
 
 if __name__ == "__main__":
     main()

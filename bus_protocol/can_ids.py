@@ -13,9 +13,9 @@ except ImportError:  # CPython
         return x
 
 # Priority per type id (index = mtype); None = unknown type.
-PRIORITY = (None, 0, 2, 1, 1, 2, 2, 4, 6, 3, 7)
+PRIORITY = (None, 0, 2, 1, 1, 2, 2, 4, 6, 3, 7, 5, 4, 5)
 #         SYNC=0, JOINT_STATE=2, KINEMATIC=1, GOAL=1, ASSERT=2, TORQUE=2,
-#         STATUS=4, CONFIG=6, COMMAND=3, LOG=7
+#         STATUS=4, CONFIG=6, COMMAND=3, LOG=7, IDENT=5, ESTIMATE=4, TIMING=5
 
 ID_MASK = const(0x1FFFFFFF)
 

@@ -1,19 +1,13 @@
 # CRC-16/CCITT-FALSE with MicroPython's viper emitter (imported by messages.py only
 # under MicroPython, where it replaces the pure-Python table loop: ~10x faster).
 # Boards whose port lacks native code fall back to the table loop (ImportError/SyntaxError).
-import array
-
 import micropython
-
-from bus_protocol.messages import _CRC_TABLE
-
-_T = array.array("H", _CRC_TABLE)
 
 
 @micropython.viper
-def crc16_viper(data, n: int) -> int:
+def crc16_viper(data, n: int, table) -> int:
     d = ptr8(data)       # noqa: F821  (viper builtin)
-    t = ptr16(_T)        # noqa: F821
+    t = ptr16(table)     # noqa: F821  messages._CRC_TABLE, an array('H')
     c = 0xFFFF
     i = 0
     while i < n:

@@ -53,9 +53,81 @@ def cobs_decode_into(data, i, j, out):
     return o
 
 
-try:  # MicroPython with native code: the same two loops in viper (cobs_native.py)
-    from bus_protocol.cobs_native import cobs_decode_into, cobs_encode_into  # noqa: F811
+def cobs_peek(data, i, j, k):
+    """Byte k of the frame COBS-encoded in data[i:j], without decoding it; -1 if the
+    frame is shorter or malformed. A node routes by it (cut-through forwarding)."""
+    out = 0
+    while i < j:
+        code = data[i]
+        if code == 0:
+            return -1
+        run = code - 1
+        if k < out + run:
+            p = i + 1 + k - out
+            return data[p] if p < j else -1
+        out += run
+        i += code
+        if code < 0xFF:
+            if k == out:
+                return 0 if i < j else -1
+            out += 1
+    return -1
+
+
+def split_into(data, i, n, acc, st):
+    """Move data[i:n] up to its next 0x00 delimiter onto the run being collected in
+    acc[:st[0]] (st = array('i', [length, overflow])). Bytes beyond len(acc) are not
+    kept and set st[1] (an overlong run: the frame is dropped at its delimiter).
+    Returns the index after the delimiter, or -1 if data[i:n] holds none (the run
+    continues in the next read). Allocates nothing."""
+    o = st[0]
+    cap = len(acc)
+    while i < n:
+        b = data[i]
+        i += 1
+        if b == 0:
+            st[0] = o
+            return i
+        if o < cap:
+            acc[o] = b
+            o += 1
+        else:
+            st[1] = 1
+    st[0] = o
+    return -1
+
+
+def find0(data, i, n):
+    """Index of the first 0x00 in data[i:n], or -1."""
+    while i < n:
+        if data[i] == 0:
+            return i
+        i += 1
+    return -1
+
+
+def put(out, o, data, span):
+    """data[i:n] and a 0x00 delimiter into out at o, with span = i | n << 16 (four
+    arguments: the most an asm_thumb function takes, thumb.py); the caller has checked
+    that len(out) >= o + n - i + 1. Returns the new end. Allocates nothing."""
+    i = span & 0xFFFF
+    n = span >> 16
+    while i < n:
+        out[o] = data[i]
+        o += 1
+        i += 1
+    out[o] = 0
+    return o + 1
+
+
+try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
+    from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
+                                          cobs_peek, find0, put, split_into)
 except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
+    pass
+try:  # ARM boards: the COBS loops, find0 and put in Thumb assembly (thumb.py), 5-10x viper
+    from bus_protocol.thumb import cobs_decode_into, cobs_encode_into, find0, put  # noqa: F811
+except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     pass
 
 

@@ -3,7 +3,6 @@
 # linear and angular velocity, all in world coordinates.
 from math import cos, sin
 
-from firmware.vec import add, cross, qaxis_z, qmul, qnormalize, qrot, scale
 
 REVOLUTE = 0
 PRISMATIC = 1
@@ -49,18 +48,37 @@ def compose(jtype, rot, trans, qd, quat0, p0, v0, w0):
         w_i = w_{i-1} + z qd  (revolute) | w_{i-1}  (prismatic)
         v_i = v_{i-1} + w_i x (p_i - p_{i-1})  [+ z qd  (prismatic)]
     with z = R_{i-1}[:, 2], the joint axis. Returns (quat, p, v, w, z)."""
-    z = qaxis_z(quat0)
-    quat = qnormalize(qmul(quat0, rot))
-    r = qrot(quat0, trans)
-    p = add(p0, r)
+    # vec.qaxis_z, qmul, qnormalize, qrot, add, scale and cross written out, expression
+    # for expression (the same float operations in the same order: bit-identical), as
+    # the calls and intermediate tuples were a third of this function's time (CPython
+    # cProfile of the reference run; on a Cortex-M4F 68k instructions -> see bench/README.md)
+    aw, ax, ay, az = quat0
+    bw, bx, by, bz = rot
+    z = (2.0 * (ax * az + aw * ay), 2.0 * (ay * az - aw * ax), 1.0 - 2.0 * (ax * ax + ay * ay))
+    qw = aw * bw - ax * bx - ay * by - az * bz          # quat0 * rot (A.2)
+    qx = aw * bx + ax * bw + ay * bz - az * by
+    qy = aw * by - ax * bz + ay * bw + az * bx
+    qz = aw * bz + ax * by - ay * bx + az * bw
+    s = (qw * qw + qx * qx + qy * qy + qz * qz) ** 0.5
+    quat = (1.0, 0.0, 0.0, 0.0) if s == 0.0 else (qw / s, qx / s, qy / s, qz / s)
+    vx, vy, vz = trans                                   # r = R(quat0) trans
+    tx = ay * vz - az * vy
+    ty = az * vx - ax * vz
+    tz = ax * vy - ay * vx
+    tx, ty, tz = 2.0 * tx, 2.0 * ty, 2.0 * tz
+    rx = vx + aw * tx + (ay * tz - az * ty)
+    ry = vy + aw * ty + (az * tx - ax * tz)
+    rz = vz + aw * tz + (ax * ty - ay * tx)
+    p = (p0[0] + rx, p0[1] + ry, p0[2] + rz)
     if jtype == REVOLUTE:
-        w = add(w0, scale(z, qd))
-        v = add(v0, cross(w, r))
+        w = (w0[0] + z[0] * qd, w0[1] + z[1] * qd, w0[2] + z[2] * qd)
+        v = v0
     else:
         w = w0
-        v = add(add(v0, scale(z, qd)), cross(w, r))
+        v = (v0[0] + z[0] * qd, v0[1] + z[1] * qd, v0[2] + z[2] * qd)
+    wx, wy, wz = w                                       # v += w x r
+    v = (v[0] + (wy * rz - wz * ry), v[1] + (wz * rx - wx * rz), v[2] + (wx * ry - wy * rx))
     return quat, p, v, w, z
-
 
 def chain(links, qs, qds, base=BASE_PACKET):
     """Run the bus along a whole chain (tests, host-side checks). links is a list of

@@ -1,36 +1,21 @@
 # A node's bus loop: frames in from its port(s), routed to the agent or passed on;
 # the agent's frames out to the right port. Same code on boards, on MicroPython unix
 # processes and in tests. Ports (firmware/hal/*) come in two shapes:
-#   byte-stream port (UART):  write(buf) -> n ;  readinto(buf) -> n or None  (non-blocking)
+#   byte-stream port (UART):  write(buf, n) -> n  (buf[:n]; as a MicroPython stream's
+#                             write(buf, max_len)) ;  readinto(buf) -> n or None  (non-blocking)
 #   frame port (CAN, CAN-FD): send(frame) ;      recv() -> frame bytes or None (non-blocking)
+from array import array
+
 from bus_protocol import framing
 from bus_protocol import messages as m
 
 
 _MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
-
-
-def cobs_peek(data, i, j, k):
-    """Byte k of the frame COBS-encoded in data[i:j], without decoding it (None if short)."""
-    out = 0
-    while i < j:
-        code = data[i]
-        if code == 0:
-            return None
-        run = code - 1
-        if k < out + run:
-            p = i + 1 + k - out
-            return data[p] if p < j else None
-        out += run
-        i += code
-        if code < 0xFF:
-            if k == out:
-                return 0 if i < j else None
-            out += 1
-    return None
-
-
-_POOL = 24   # frames for this node per poll round (JS, SYNC, K, GOAL, rebroadcast ASSERTs)
+# Transmit buffer per port (two longest frames; a fuller round is written in parts) and
+# decoded frames held per poll round (more are handed to the agent in batches): RAM after
+# init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
+_TX = 2 * (_MAX_WIRE + 1)
+_POOL = 8
 
 
 class ChainNode:
@@ -61,15 +46,21 @@ class ChainNode:
         self.ring = ring
         self.to_links = None if ring and tip else down   # toward links > this one
         self.to_host = down if ring and down is not None else up
+        self._host_side = 0 if self.to_host is up else 1
         self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
         self.ignored = 0              # ring: frames from down that are not the goal wave
+        # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
+        # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
+        # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
+        # move the bytes).
         self._rx = bytearray(bufsize)
-        self._rxv = memoryview(self._rx)
-        self._carry = [b"", b""]      # partial COBS run per port (up, down)
-        self._tx_up = bytearray()     # bytes queued per port, written once per poll round
-        self._tx_down = bytearray()
-        self._mine = []               # (buffer, length) of this round's own frames
+        self._acc = (bytearray(_MAX_WIRE), bytearray(_MAX_WIRE))   # the COBS run so far, per port
+        self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
+        self._tx = (bytearray(_TX), bytearray(_TX))   # up, down
+        self._txn = [0, 0]            # bytes queued per port, written once per poll round
         self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
+        self._mine_n = array("H", bytes(2 * _POOL))   # lengths of this round's own frames
+        self._nmine = 0
         self._wire = bytearray(_MAX_WIRE)   # the agent's frame, COBS-encoded
         self._batch = False
         self.forwarded = 0
@@ -78,74 +69,107 @@ class ChainNode:
 
     def send(self, buf, n=None):
         k = framing.cobs_encode_into(buf, len(buf) if n is None else n, self._wire)
-        self._route(buf[2], memoryview(self._wire)[:k], None)
+        self._route(buf[2], self._wire, (k - 1) << 16, None)
         if not self._batch:
             self.flush()
 
     def flush(self):
-        if self._tx_down:
-            self.down.write(self._tx_down)
-            self._tx_down = bytearray()
-        if self._tx_up:
-            self.up.write(self._tx_up)
-            self._tx_up = bytearray()
+        n = self._txn
+        if n[1]:
+            self.down.write(self._tx[1], n[1])
+            n[1] = 0
+        if n[0]:
+            self.up.write(self._tx[0], n[0])
+            n[0] = 0
 
-    def _route(self, dst, wire, came_from):
+    def _queue(self, side, data, span):
+        """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
+        transmit buffer (span packs start and end: framing.put)."""
+        o = self._txn[side]
+        if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
+            self.flush()
+            o = 0
+        self._txn[side] = framing.put(self._tx[side], o, data, span)
+
+    def _route(self, dst, data, span, came_from):
         if dst == m.HOST:
             if came_from is self.to_host:   # host-bound against the flow: a node
                 self.dropped += 1            # configured for the other topology
-            elif self.to_host is self.up:
-                self._tx_up += wire
             else:
-                self._tx_down += wire
+                self._queue(self._host_side, data, span)
             return
         if dst == m.BROADCAST or dst > self.link:
             if self.to_links is not None and came_from is not self.down:
-                self._tx_down += wire
+                self._queue(1, data, span)
         if dst == m.BROADCAST or dst < self.link:
             if came_from is not self.up:
-                self._tx_up += wire
+                self._queue(0, data, span)
 
     def _pump(self, port, side):
         n = port.readinto(self._rx)
         if not n:
             return 0
-        data = bytes(self._rxv[:n])
-        carry = self._carry[side]
-        if carry:
-            data = carry + data
+        rx = self._rx
+        acc = self._acc[side]
+        st = self._st[side]
+        link = self.link
         i = 0
         k = 0
-        link = self.link
-        while True:
-            j = data.find(b"\x00", i)
-            if j < 0:
-                break
-            if j > i:
-                k += 1
-                dst = cobs_peek(data, i, j, 2) if j - i <= _MAX_WIRE else None
-                if dst is None:
+        while i < n:
+            j = framing.find0(rx, i, n) if st[0] == 0 and st[1] == 0 else -1
+            if j >= 0:
+                # no run carried over and the frame lies whole in this read: it is
+                # routed and decoded where it is (not copied first: -4k instructions a
+                # frame on a Cortex-M4F)
+                data = rx
+                a = i
+                i = j + 1
+            else:
+                i = framing.split_into(rx, i, n, acc, st)
+                if i < 0:
+                    break           # a partial run: continues with the next read
+                data = acc
+                a = 0
+                j = st[0]
+                st[0] = 0
+                if st[1]:           # overlong run: no frame of ours, resync at its delimiter
+                    st[1] = 0
                     self.dropped += 1
+                    continue
+            if j == a:
+                continue            # empty run (0x00 0x00)
+            k += 1
+            # one COBS frame data[a:j], written out here, not in a method of its own:
+            # a call costs ~700 instructions on a Cortex-M4F
+            dst = framing.cobs_peek(data, a, j, 2) if j - a <= _MAX_WIRE else -1
+            if dst < 0:             # malformed, or longer than any frame
+                self.dropped += 1
+                self.agent.decoder.bad += 1
+                continue
+            if self.ring and not self._ring_admits(data, a, j, dst, port):
+                continue
+            if dst != link:
+                self.forwarded += 1
+                self._route(dst, data, a | (j << 16), port)
+            if dst == link or dst == m.BROADCAST:
+                if self._nmine == _POOL:
+                    self._deliver()     # pool full: hand over what is there first
+                nf = framing.cobs_decode_into(data, a, j, self._pool[self._nmine])
+                if nf < 0:
                     self.agent.decoder.bad += 1
-                elif not self.ring or self._ring_admits(data, i, j, dst, port):
-                    if dst != link:
-                        self.forwarded += 1
-                        self._route(dst, data[i:j + 1], port)
-                    if dst == link or dst == m.BROADCAST:
-                        mine = self._mine
-                        buf = self._pool[len(mine)] if len(mine) < _POOL else bytearray(m.MAX_FRAME)
-                        nf = framing.cobs_decode_into(data, i, j, buf)
-                        if nf < 0:
-                            self.agent.decoder.bad += 1
-                        else:
-                            mine.append((buf, nf))
-            i = j + 1
-        if len(data) - i > _MAX_WIRE:    # no delimiter in sight: resync at the next 0x00
-            self.dropped += 1
-            self._carry[side] = b""
-        else:
-            self._carry[side] = data[i:]
+                else:
+                    self._mine_n[self._nmine] = nf
+                    self._nmine += 1
         return k
+
+    def _deliver(self):
+        """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
+        works through this round's own frames."""
+        self.flush()
+        for f in range(self._nmine):
+            self.agent.receive(self._pool[f], self._mine_n[f])
+        self._nmine = 0
+        self.flush()
 
     def _ring_admits(self, data, i, j, dst, port):
         """Ring: the goal waves. False for a frame to leave alone (neither passed on nor
@@ -153,7 +177,7 @@ class ChainNode:
         and that batch once this tick's GOAL has been here."""
         if dst == m.HOST:
             return True
-        mt = cobs_peek(data, i, j, 0) if dst == m.BROADCAST else None
+        mt = framing.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
         if mt != m.GOAL and mt != m.ASSERT:
             if port is self.down:
                 self.ignored += 1
@@ -173,12 +197,9 @@ class ChainNode:
         k = self._pump(self.up, 0)
         if self.down is not None:
             k += self._pump(self.down, 1)
-        if k:
-            mine = self._mine
-            self.flush()   # passing traffic first (cut-through): SYNC runs ahead of K
-            for f in mine:
-                self.agent.receive(f[0], f[1])
-            del mine[:]
+        if self._nmine:
+            self._deliver()
+        elif k:
             self.flush()
         self._batch = False
         return k

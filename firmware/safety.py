@@ -1,30 +1,7 @@
-# Agent states, fault codes and fail-safe triggers (DESIGN 5 "Fail-safe brake", 7.271-7.273).
-try:
-    from micropython import const
-except ImportError:
-    def const(x):
-        return x
-
-# states (STATUS.state, TORQUE.state)
-INIT = const(0)
-RUN = const(1)
-BRAKED = const(2)
-STATE_NAMES = {INIT: "init", RUN: "run", BRAKED: "braked"}
-
-# fault bits (STATUS.faults)
-F_COMMAND = const(1)        # brake commanded by the host or the scenario
-F_LOST_BUS = const(2)       # no goal for more than watchdog cycles
-F_ENCODER_JUMP = const(4)   # |q_k - q_{k-1}| beyond max_q_step
-F_OVERSPEED = const(8)      # |qd| beyond qd_max
-F_STALL = const(16)         # torque commanded, no motion
-F_CONFIG = const(32)        # config rejected
-F_SENSOR = const(64)        # the HAL could not read the joint (hal.read() False)
-FAULT_NAMES = {F_COMMAND: "command", F_LOST_BUS: "lost_bus", F_ENCODER_JUMP: "encoder_jump",
-               F_OVERSPEED: "overspeed", F_STALL: "stall", F_CONFIG: "config", F_SENSOR: "sensor"}
-
-
-def fault_names(bits):
-    return [FAULT_NAMES[b] for b in FAULT_NAMES if bits & b]
+# Fail-safe triggers (DESIGN 5 "Fail-safe brake", 7.271-7.273); the agent states and
+# fault bits they set are bus_protocol.states.
+from bus_protocol.states import (BRAKED, F_COMMAND, F_CONFIG, F_ENCODER_JUMP,  # noqa: F401
+                                 F_LOST_BUS, F_OVERSPEED, F_SENSOR, F_STALL, INIT, RUN)
 
 
 class Safety:

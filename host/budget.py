@@ -1,6 +1,7 @@
 """`linkteam budget`: bytes per control cycle, chain latency and the highest control
 rate for N links on a UART daisy chain, classic CAN or CAN-FD, from the protocol's real
-frame sizes (bus_protocol) and per-hop compute (measured under MicroPython, or given).
+frame sizes (bus_protocol) and per-hop compute (host/hop_compute.py: measured under
+MicroPython, priced from an emulated board's instruction counts, or given).
 
 The latency is a small discrete-event simulation of one cycle (DESIGN 6): lines are
 FIFO and store-and-forward (a frame is usable when its last byte has arrived); UART has
@@ -15,13 +16,9 @@ Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 import heapq
 import math
 
+from bus_protocol import medium
 from bus_protocol import messages as m
-
-# Per-hop compute measured with benchmarks/mp_node_cycle.py on the MicroPython unix port
-# (development machine, x64), plus wake_us: the OS waking the next process (desktop
-# processes mode: ~30 us per hop idle, ~100-150 us during a cycle on 2 cores; a board's UART IRQ is far quicker).
-DEFAULT_COMPUTE = {"k_us": 40.0, "goal_us": 30.0, "fwd_us": 5.0, "host_us": 200.0, "wake_us": 100.0}
-
+from host.hop_compute import BOARDS, DEFAULT_COMPUTE, board_compute
 
 def parse_bus(spec):
     """uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA -> (kind, rate, data_rate)"""
@@ -37,22 +34,19 @@ def parse_bus(spec):
 
 
 def uart_bytes(mtype):
-    return m.frame_size(mtype) + 2      # COBS code byte + 0x00 delimiter (frames < 254 bytes)
+    return m.frame_size(mtype) + medium.UART_FRAME_EXTRA
 
 
 def frame_seconds(kind, rate, data_rate, mtype):
     """Time one logical frame occupies the line (nominal bits, no stuffing)."""
     n = m.frame_size(mtype)
     if kind == "uart":
-        return uart_bytes(mtype) * 10.0 / rate
+        return medium.uart_seconds(uart_bytes(mtype), rate)
     if kind == "can":      # fragments of 1 control + 7 data bytes, extended id: 67 + 8*dlc bits
         frags = math.ceil(n / 7.0)
         last = n - 7 * (frags - 1)
         return ((frags - 1) * (67 + 64) + 67 + 8 * (last + 1)) / rate
-    from bus_protocol.can_ids import fd_length   # canfd: arbitration at nominal, data at data rate
-    dlc = fd_length(n)
-    crc = 17 if dlc <= 16 else 21
-    return 50.0 / rate + (5 + 8 * dlc + 4 + crc + 1) / data_rate
+    return medium.fd_frame_seconds(n, rate, data_rate)   # arbitration at nominal, data at data rate
 
 
 PLANTS = {
@@ -186,57 +180,21 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
 
 
-def hop_lines(text):
-    """The `HOP name us` lines of benchmarks/mp_node_cycle.py's output -> {name: us}."""
-    vals = {}
-    for line in text.splitlines():
-        if line.startswith("HOP "):
-            k, v = line.split()[1:3]
-            vals[k] = float(v)
-    return vals
-
-
-def parse_compute(spec):
-    """`--compute`: "k_us=900,goal_us=700,..." or "@FILE", a file holding the output of
-    benchmarks/mp_node_cycle.py (run on the board: mpremote run benchmarks/mp_node_cycle.py)."""
-    if spec.startswith("@"):
-        with open(spec[1:]) as f:
-            vals = hop_lines(f.read())
-        if not vals:
-            raise ValueError("%s holds no 'HOP name us' lines (benchmarks/mp_node_cycle.py output)" % spec[1:])
-        return vals
-    vals = {}
-    for item in spec.split(","):
-        k, eq, v = item.strip().partition("=")
-        if k not in DEFAULT_COMPUTE or not eq:
-            raise ValueError("compute: NAME=US with NAME one of %s, not %r" % (", ".join(DEFAULT_COMPUTE), item))
-        try:
-            vals[k] = float(v)
-        except ValueError:
-            raise ValueError("compute: %s=%r is not a number of microseconds" % (k, v)) from None
-        if vals[k] < 0:
-            raise ValueError("compute: %s must be >= 0" % k)
-    return vals
-
-
-def measure_compute(micropython=None, port=None):
-    """Per-hop compute (us) of a ChainNode + LinkAgent: benchmarks/mp_node_cycle.py
-    under the MicroPython unix port, or on the board at `port` (flashed with `linkteam
-    flash`, so its firmware/ and bus_protocol/ are the ones measured) through mpremote."""
-    import subprocess
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    bench = str(root / "benchmarks" / "mp_node_cycle.py")
-    if port is not None:
-        from host.flash import mpremote, soft_reset_to_main
-        try:
-            return hop_lines(mpremote(port, "run", bench, timeout=300))
-        finally:
-            soft_reset_to_main(port)   # back to its link agent (boot main.py)
-    from host.runners.processes import micropython_path
-    r = subprocess.run([micropython or micropython_path(), bench], capture_output=True, text=True,
-                       cwd=str(root), timeout=120)
-    return hop_lines(r.stdout)
+def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
+                   buses=("uart:1000000", "uart:2000000", "uart:4000000", "canfd:1000000/5000000")):
+    """Rows (board, links, bus, topology, max_rate_hz, {rate: fits}) for every board whose
+    build was measured, plant "real" (boards with their own encoders and motors)."""
+    rows = []
+    for board in sorted(BOARDS):
+        if BOARDS[board][0] not in results.get("mcu", {}):
+            continue
+        c = board_compute(results, board)
+        for n in links:
+            for bus in buses:
+                r = simulate(n, bus, "real", c, "ring")
+                rows.append((board, n, bus, r["topology"], r["max_rate_hz"],
+                             dict((f, r["max_rate_hz"] >= f) for f in rates)))
+    return rows
 
 
 def report(n, bus, rate, plant="bus", compute=None, topology="ring"):
@@ -250,6 +208,6 @@ def report(n, bus, rate, plant="bus", compute=None, topology="ring"):
              "  cycle latency                    %8.3f ms" % (r["latency_s"] * 1e3),
              "  highest control rate             %8.1f Hz" % r["max_rate_hz"],
              "  at %.0f Hz (period %.3f ms): %s" % (rate, period * 1e3,
-                                                    "fits" if r["latency_s"] <= period else "DOES NOT FIT"),
+                                                    "fits" if r["max_rate_hz"] >= rate else "DOES NOT FIT"),
              "  per-hop compute (us): " + ", ".join("%s %.0f" % kv for kv in sorted(r["compute"].items()))]
     return "\n".join(lines)

@@ -6,13 +6,35 @@ import sys
 from host.scenario import ScenarioError, load
 
 
+def _grouping(a, n):
+    """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes,
+    checked against the arm (SystemExit 2 with the reason)."""
+    from host.runners.processes import node_groups
+    sizes = None
+    try:
+        if a.grouping:
+            sizes = [int(x) for x in a.grouping.split(",")]
+        elif a.links_per_node is not None:
+            if a.links_per_node < 1:
+                raise ValueError("--links-per-node must be at least 1")
+            sizes = [min(a.links_per_node, n - k) for k in range(0, n, a.links_per_node)]
+        if sizes is not None:
+            node_groups(n, sizes)
+            if a.baud and max(sizes) > 1:
+                raise ValueError("a node hosting several links does not pace its wires: no --baud with it")
+    except ValueError as e:
+        sys.stderr.write("linkteam: --grouping: %s\n" % e)
+        raise SystemExit(2)
+    return sizes
+
+
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
-                "topology": a.topology}
+                "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
@@ -23,13 +45,16 @@ def cmd_run(a):
 
 # ---- thesis experiments, thesis scenario format, animation (issue 4) ----------------
 def cmd_experiments(a):
+    if a.gains or a.timing:
+        from host import gains, timing
+        return (gains if a.gains else timing).main(a)
     from host import experiments
     return experiments.main(a)
 
 
 def cmd_convert(a):
-    from host import thesis_format
-    out = thesis_format.convert(a.directory, a.output)
+    from host.scenario import convert_thesis
+    out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
     return 0
@@ -39,6 +64,24 @@ def cmd_animate(a):
     from host import animate
     out = animate.animate(a.rundir, a.output, fps=a.fps, every=a.every)
     print("wrote", out)
+    return 0
+
+
+def cmd_console(a):
+    from pathlib import Path
+
+    from host import services
+    if not (a.run or a.scenario):
+        sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
+        return 2
+    run_dir = a.run or str(Path("runs") / load(a.scenario).name)
+    try:
+        services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
+    except FileNotFoundError as e:
+        sys.stderr.write("linkteam console: %s\n" % e)
+        return 1
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -54,6 +97,10 @@ def _add_thesis_commands(sub):
     e.add_argument("--jobs", type=int, default=2, help="parallel processes (default 2)")
     e.add_argument("--out", help="output directory (default experiments/)")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.add_argument("--gains", action="store_true", help="instead: the RMDAC gain (Appendix D), control-rate and "
+                   "arbitration-weight sweeps -> experiments/GAINS.md (at most 2 processes)")
+    e.add_argument("--timing", action="store_true", help="instead: compute per link per cycle for 5-20 links, "
+                   "in-process and in MicroPython processes (Table 6.10's dT_N) -> experiments/TIMING.md")
     e.set_defaults(fn=cmd_experiments)
     c = sub.add_parser("convert", help="convert a thesis NAME.scenario directory (Appendix C) to TOML")
     c.add_argument("directory")
@@ -146,6 +193,7 @@ def cmd_config(a):
 
 
 def cmd_scan(a):
+    from bus_protocol import states
     from host.runners.hil import open_ports, scan
     tr = open_ports(a.ports, a.max_links)
     try:
@@ -153,23 +201,28 @@ def cmd_scan(a):
     finally:
         tr.close()
     for link, v in sorted(found.items()):
-        print("link %2d  state %d  faults 0x%04x  bad_frames %d  cycle_us %d" % (link, v[1], v[2], v[3], v[4]))
+        print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
+            link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
         print("no nodes answered")
     return 0 if found else 1
 
 
 def cmd_budget(a):
-    from host import budget
+    from host import budget, hop_compute
     compute = {}
     try:
         if a.measure_on:
-            compute = budget.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
+            compute = hop_compute.measure_compute(port=None if a.measure_on == "local" else a.measure_on)
             if not compute:
                 sys.stderr.write("linkteam budget: the benchmark printed no HOP lines on %s\n" % a.measure_on)
                 return 1
         if a.compute:
-            compute.update(budget.parse_compute(a.compute))
+            compute.update(hop_compute.parse_compute(a.compute, a.board))
+        elif a.board:
+            import json
+            with open(a.results) as f:
+                compute = hop_compute.board_compute(json.load(f), a.board)
         print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
@@ -207,11 +260,21 @@ def main(argv=None):
     r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
                    help="processes: joint states and torques on wires of their own (like a board's "
                         "encoder and motor) or on the bus")
+    r.add_argument("--grouping", metavar="A,B,...",
+                   help="processes: links per node process, base to tip (5,1: links 1-5 on one node, 6 on another)")
+    r.add_argument("--links-per-node", type=int, metavar="K", help="processes: K links per node process")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
+    o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
+                       "processes or hil run")
+    o.add_argument("--link", type=int, required=True)
+    o.add_argument("--run", help="run directory (the run's --out)")
+    o.add_argument("--scenario", help="or the scenario: its default run directory runs/<name>")
+    o.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the node's log to appear")
+    o.set_defaults(fn=cmd_console)
     _add_thesis_commands(sub)
     _add_tune_command(sub)
     n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
@@ -268,6 +331,10 @@ def main(argv=None):
     g.add_argument("--compute", metavar="NAME=US,...|@FILE",
                    help="per-hop compute in us (k_us, goal_us, fwd_us, host_us, wake_us), or @FILE holding "
                         "mp_node_cycle.py's output from a board; overrides --measure-on")
+    g.add_argument("--board", choices=("stm32f4-168mhz", "rp2040-125mhz"),
+                   help="per-hop compute of this board from make mcu-bench's instruction counts "
+                        "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
+    g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

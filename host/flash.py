@@ -86,7 +86,7 @@ def build(arch, out_dir):
             cmd.append(str(src))
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
             if r.returncode != 0:
-                if "viper" in src.read_text() or "native" in r.stderr:
+                if "viper" in src.read_text() or "asm_thumb" in src.read_text() or "native" in r.stderr:
                     continue   # optional native module; the firmware falls back without it
                 raise FlashError("mpy-cross %s: %s" % (rel, r.stderr))
             files[str(rel.with_suffix(".mpy"))] = dst.read_bytes()

@@ -8,6 +8,7 @@ import numpy as np
 from bus_protocol import messages as m
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
+from host.services import HostServices
 
 
 class GoalProcess:
@@ -30,8 +31,10 @@ class GoalProcess:
         self.states = np.zeros(self.n, dtype=int)
         self.got = np.zeros(self.n, dtype=bool)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
-        self.status = {}
+        self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
+        self.services = HostServices()   # the nodes' log requests and completion history
+        self.estimates = []   # (t, tick, theta) of the last link's ESTIMATE frames
         self.closed = False
         self.late_asserts = 0
         self.ee = None        # (quat, p, v, w) from K_N, float32 from the wire
@@ -55,6 +58,11 @@ class GoalProcess:
         self.ee = None
         return [self.frame(m.SYNC, m.BROADCAST, (tick,)),
                 self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+
+    def ping(self):
+        """PING to every node: each answers STATUS (after the last tick: link health)."""
+        self.status = {}
+        return self.frame(m.COMMAND, m.BROADCAST, (m.CMD_PING, 0.0))
 
     @property
     def complete(self):
@@ -84,8 +92,13 @@ class GoalProcess:
                 self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
+        elif mtype == m.ESTIMATE:
+            self.estimates.append((self.t, v[0], v[1:]))
         elif mtype == m.LOG:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
+            self.services.on_log(self.t, src, self.logs[-1][2])
+        elif mtype == m.TIMING:
+            self.services.on_timing(self.t, src, v)
         return []
 
     def prepare(self):
@@ -93,6 +106,7 @@ class GoalProcess:
         RMDAC reference signals (x_d, xd_d, xdd_d). A runner calls it while the kinematic
         wave runs, so that K_N -> GOAL is only the feedback part; close_cycle() calls it
         if nobody did (and on the first tick, when the trajectory starts at K_N)."""
+        self.services.open_tick(self.tick)   # a runner calls this as the tick's frames are out
         if self.traj is None:
             return
         d = self.traj.sample(self.t)

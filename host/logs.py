@@ -15,7 +15,9 @@ OUT.partial/:
   at the end they become one timeseries.npz and the folder goes.
 
 SIGTERM is turned into the same interruption as Ctrl-C (SIGINT) while a run is open, so
-both end in an aborted summary naming the signal.
+both end in an aborted summary naming the signal. The handler also marks the attached
+control loop, which stops at its next tick: an exception raised by a signal handler is
+swallowed when it lands inside a finaliser run by the garbage collector.
 """
 import json
 import os
@@ -78,6 +80,12 @@ class _Interrupted(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C would be: the control loop ends the run the same way."""
 
 
+def partial_dir(final):
+    """Where a run to `final` is written while it goes on."""
+    final = Path(final)
+    return final.with_name(final.name + ".partial")
+
+
 class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
@@ -87,7 +95,7 @@ class RunDir:
         if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
             raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
                                   "will not replace it; choose another --out" % self.final)
-        self.path = self.final.with_name(self.final.name + ".partial")
+        self.path = partial_dir(self.final)
         if self.path.exists():   # the leftovers of a run killed outright
             shutil.rmtree(self.path)
         (self.path / CHUNK_DIR).mkdir(parents=True)
@@ -167,16 +175,19 @@ class RunDir:
     def __enter__(self):
         self._installed = threading.current_thread() is threading.main_thread()
         if self._installed:
-            self._prev_term = signal.signal(signal.SIGTERM, self._on_signal)
+            self._prev = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         return self
 
     def _on_signal(self, signum, frame):
-        self.signal = signal.Signals(signum).name
+        self.signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        if self.loop is not None:
+            self.loop.interrupted = True
         raise _Interrupted()
 
     def __exit__(self, etype, exc, tb):
         if self._installed:
-            signal.signal(signal.SIGTERM, self._prev_term if self._prev_term is not None else signal.SIG_DFL)
+            for sig, prev in self._prev.items():
+                signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
         if etype is not None:
             if isinstance(exc, _Interrupted) or etype is KeyboardInterrupt:
                 reason = "interrupted (%s)" % (self.signal or "Ctrl-C")

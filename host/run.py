@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from host import logs, metrics, plots
+from bus_protocol import states
+from host import critical_path, logs, metrics, plots
 from host.runners.base import ControlLoop
+from host.scenario import ScenarioError
 
 
 def vm_steal_ms():
@@ -25,6 +27,9 @@ def vm_steal_ms():
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
     """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir);
     returns (summary, run directory)."""
+    if sc.controller["kind"] != "multiagent" and mode != "inprocess":
+        raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
+                            "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
     with logs.RunDir(out_dir or Path("runs") / sc.name, header) as rd:
         summary = _run(sc, rd, mode, quiet, make_plots, opts)
@@ -36,83 +41,72 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     log_lines = []
     loop = ControlLoop(sc, mode)
     rd.attach(loop)
+    if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
+        loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
-    if mode == "inprocess":
+    if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
+        from host import centralised
+        stats = centralised.run(loop, progress)
+    elif mode == "inprocess":
         from host.runners import inprocess
-        inprocess.run(loop, progress)
+        stats = inprocess.run(loop, progress)
     elif mode == "hil":
         from host.runners import hil
-        hil.run(loop, progress, **opts)
+        stats = hil.run(loop, progress, **opts)
     else:
         from host.runners import processes
-        processes.run(loop, progress, **opts)
+        stats = processes.run(loop, progress, **opts)
     if progress:
         progress.close()
     arr = loop.rec.arrays() if len(loop.rec) else {}
     q_c = np.array([0.5 * (L["q_low"] + L["q_high"]) for L in sc.links])
-    summary = {
-        "scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
-        "clock": loop.clock, "control_rate_hz": sc.control_rate_hz,
-        "sim_seconds": float(arr["t"][-1]) if arr else 0.0,
-        "wall_seconds": loop.wall_seconds,
-    }
-    summary["realtime_factor"] = summary["sim_seconds"] / max(loop.wall_seconds, 1e-9)
+    summary = {"scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
+               "controller": sc.controller["kind"], "control_rate_hz": sc.control_rate_hz, "sim_seconds": float(arr["t"][-1]) if arr else 0.0}
+    summary.update(stats.summary())
+    summary["realtime_factor"] = summary["sim_seconds"] / max(stats.wall_seconds, 1e-9)
     summary.update(metrics.summarise(arr, q_c))
-    summary.update({"missed_cycles": loop.missed_cycles if loop.clock == "wall" else 0,
-                    "collisions": int(loop.plant.collisions),
-                    "status": loop.status, "reason": loop.reason})
+    summary["collisions"] = int(loop.plant.collisions)
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
-    agents = getattr(loop, "agents", None)
-    if agents:
-        summary["bus_errors"]["agent_bad_frames"] = [a.decoder.bad for a in agents]
-        summary["agents"] = [{"link": a.link, "state": a.safety.state, "faults": a.safety.faults,
-                              "stale_kinematic": a.stale_kin, "late": a.late} for a in agents]
-    if mode != "inprocess":
-        summary["bus"] = getattr(loop, "bus_kind", opts.get("bus"))
-        summary["baud"] = opts.get("baud", 0)
-        if getattr(loop, "topology", None):
-            summary["topology"] = loop.topology
-        summary["late_host_ticks"] = loop.late_start
-        summary["host_lag_max_ms"] = loop.host_lag_max * 1e3
-        summary["cpu_latency_qos"] = getattr(loop, "cpu_latency_qos", False)
-        if getattr(loop, "cpu_us_per_tick", None):
-            summary["cpu_us_per_tick"] = loop.cpu_us_per_tick
-        totals = getattr(loop, "vm_pause_totals", None)
-        if totals is not None:   # hypervisor pauses the sentinels saw, and what the schedule absorbed
-            summary["vm_pauses"] = {"count": totals[0], "total_ms": round(totals[1], 2),
-                                    "ticks_moved": loop.paused_ticks,
-                                    "moved_ms": round(loop.paused_total * 1e3, 2)}
-        if steal0 is not None:   # time the hypervisor ran something else on our vCPUs
-            summary["vm_steal_ms"] = vm_steal_ms() - steal0
-        if getattr(loop, "late_detail", None):
-            summary["late_cycles"] = loop.late_detail
-        for key, name in (("cycle_times", "bus_cycle_ms"), ("goal_times", "goal_sent_ms")):
-            ct = getattr(loop, key, None)   # goal_sent_ms: the kinematic wave and RMDAC's part of it
-            if ct:
-                a = np.sort(np.array(ct)) * 1e3
-                summary[name] = {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-                                 "max": float(a[-1])}
-        sl = getattr(loop, "slack", None)
-        if sl:
-            summary["tick_budget_ms"] = {"p50": float(np.percentile(sl, 50)) * 1e3, "min": float(min(sl)) * 1e3}
-        summary["nodes"] = [{"link": src, "state": v[1], "faults": v[2], "bad_frames": v[3], "cycle_us": v[4]}
-                            for src, v in sorted(loop.gp.status.items())]
-    log_lines += ["ready: link %d: %s" % entry for entry in getattr(loop, "node_ready", [])]
-    if getattr(loop, "node_logs", ""):
-        log_lines.append("node output:\n" + loop.node_logs)
-    log_lines.append("status %s %s" % (loop.status, loop.reason))
-    if loop.traceback:
-        log_lines.append(loop.traceback)
+    summary["nodes"] = node_health(loop.gp.status)
+    if mode != "inprocess":   # every node's completion history (NYMPH)
+        summary["critical_path"] = critical_path.summarise(loop.gp.services, sc.n)
+    if mode != "inprocess" and steal0 is not None:   # time the hypervisor ran something else on our vCPUs
+        summary["vm_steal_ms"] = vm_steal_ms() - steal0
+    log_lines += ["ready: link %d: %s" % entry for entry in stats.node_ready]
+    if stats.node_logs:
+        log_lines.append("node output:\n" + stats.node_logs)
+    log_lines.append("status %s %s" % (stats.status, stats.reason))
+    if stats.traceback:
+        log_lines.append(stats.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    if mode != "inprocess":   # beside timeseries.npz, which keeps the plant's record
+        critical_path.save(loop.gp.services, sc.n, out_dir)
+    loop.gp.services.close()
+    if loop.gp.estimates:   # the last link's load estimate (seed 001)
+        from host import identification
+        summary["payload_estimate"] = identification.summarise(sc, loop.gp.estimates)
+        meta.update(identification.arrays(loop.gp.estimates))
     rd.finish(summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
             plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
                             spatial=sc.task == "spatial")
+            if mode != "inprocess" and loop.gp.services.finish:
+                critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
+            if loop.gp.estimates:
+                from host import identification
+                identification.plot(sc, loop.gp.estimates, out_dir)
         except Exception as e:  # plots must never lose the run
             rd.log("plotting failed: %r" % (e,))
     return summary
+
+
+def node_health(status):
+    """summary.json `nodes`: every link's last STATUS, states and faults by name."""
+    return [{"link": link, "state": states.state_name(v[1]), "faults": states.fault_names(v[2]),
+             "bad_frames": v[3], "cycle_us": v[4], "stale_kinematic": v[5], "late": v[6]}
+            for link, v in sorted(status.items())]
 
 
 class ProgressBar:

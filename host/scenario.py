@@ -10,14 +10,12 @@ import re
 import tomllib
 from pathlib import Path
 
+from firmware.identification import MASS, N_PAR, PLANAR
+from host import thesis_format
+from host.errors import ScenarioError
+from host.toml_writer import dumps
+
 REQUIRED = object()
-
-
-class ScenarioError(ValueError):
-    def __init__(self, path, line, field, message):
-        self.path, self.line, self.field = str(path), line, field
-        where = "%s:%s" % (path, line) if line else str(path)
-        super().__init__("%s: %s: %s" % (where, field, message))
 
 
 # kind, default, low, high  (None = unbounded). Nested dicts are TOML tables.
@@ -78,11 +76,30 @@ SCHEMA = {
               "link": dict(LINK),
               "override": ("array", dict(LINK, links=F("ints"), behaviours=BEHAVIOURS))},
     "payload": {"mass": F("float", 0.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
-                "centroid": F("vec3", [0.0, 0.0, 0.0])},
+                "centroid": F("vec3", [0.0, 0.0, 0.0]),
+                "known": F("bool", False)},   # the last agent is told of it (its weight assertion)
+    # the host's waits (NYMPH synch_wait with patience): how long a cycle may wait for its
+    # torques with a synthetic clock (--lockstep), and what then: abort the run, or hold the
+    # missing links' last torques for this cycle (counted)
+    "host": {"patience_s": F("float", 5.0, 0.001), "on_patience": F("str", "abort", choices=("abort", "hold"))},
+    # on-line identification of the payload by the last `window` links (firmware/identification.py)
+    "identification": {"window": F("int", REQUIRED, 1, 64),
+                       # identifiable: what the task's motion excites (planar: m, h_x, h_y, I_zz);
+                       # all ten; mass: m and h only (the weight; a quarter of the work)
+                       "params": F("str", "identifiable", choices=("identifiable", "all", "mass")),
+                       "p0": F("float", 100.0, 0.0), "forgetting": F("float", 1.0, 0.9, 1.0),
+                       "use": F("bool", True), "m_max": F("float", 1000.0, 0.0),
+                       "every": F("int", 4, 1, 1000)},   # identified ticks: every k-th
     "behaviours": BEHAVIOURS,
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),
+    # centralised baselines (host/centralised.py): task-space kp, kv (RMAC 8.342) or joint-space
+    # KP, KD (computed torque, Hamilton et al. eq. 2), IK gain, damped least-squares lambda
+    "controller": {"kind": F("str", "multiagent", choices=("multiagent", "rmac", "rmac-nullspace", "computed-torque")),
+                   "kp": F("float", 100.0, 0.0), "kv": F("float", 20.0, 0.0),
+                   "k_ik": F("float", 10.0, 0.0), "dls_lambda": F("float", 0.05, 0.0),
+                   "model_payload": F("bool", True)},
 }
 
 
@@ -235,6 +252,8 @@ class Scenario:
         self.timestep = sim["timestep"]
         self.task = sim["task"]
         self.divergence_m = sim["divergence_m"]
+        self.patience_s = raw["host"]["patience_s"]
+        self.on_patience = raw["host"]["on_patience"]
         rob = raw["robot"]
         self.n = rob["links"]
         self.gravity = rob["gravity"]
@@ -242,9 +261,11 @@ class Scenario:
         self.arm = self._arm(rob, raw["payload"])
         self.behaviours = [self._behaviours(i) for i in range(self.n)]
         self.agent_configs = [self._agent_config(i) for i in range(self.n)]
+        self._load_configs(raw["payload"], raw["identification"])
         self.rmdac = raw["rmdac"]
         self.knots = raw["trajectory"]["knot"]
         self.obstacles = raw["obstacle"]
+        self.controller = raw["controller"]
 
     def _links(self, rob):
         links = [dict(rob["link"]) for _ in range(self.n)]
@@ -300,6 +321,34 @@ class Scenario:
                 "brake_at_start": L["brake_at_start"]}
 
 
+    def _load_configs(self, payload, ident):
+        """A payload the last agent is told of (`known`), and the identification tables of
+        the last `window` links: what each needs to compute its own link's inertial wrench
+        (inertia, joint damping of the motor model, g, the sample times), and on the last
+        one the estimator's settings (docs/design.md §11)."""
+        last = self.agent_configs[-1]
+        if payload["known"] and payload["mass"] > 0:
+            last["load"] = {"mass": payload["mass"], "h": [payload["mass"] * c for c in payload["centroid"]]}
+        if ident is None:
+            return
+        if ident["window"] > self.n:
+            raise ScenarioError(self.path, None, "identification.window",
+                                "window %d is longer than the arm (%d links)" % (ident["window"], self.n))
+        first = self.n - ident["window"]
+        for i in range(first, self.n):
+            L = self.links[i]
+            self.agent_configs[i]["identify"] = {
+                "period": 1.0 / self.control_rate_hz, "grid": self.timestep, "g": list(self.gravity),
+                "damping": L["damping"], "inertia": list(L["inertia"]), "every": ident["every"]}
+        planar = self.task == "planar"
+        last["identify"].update({
+            "window": ident["window"], "p0": ident["p0"], "forgetting": ident["forgetting"],
+            "use": ident["use"], "m_max": ident["m_max"],
+            "types": [0 if L["type"] == "revolute" else 1 for L in self.links[first:]],
+            "params": list(MASS if ident["params"] == "mass" else
+                           PLANAR if planar and ident["params"] == "identifiable" else range(N_PAR))})
+
+
 def _merge(a, b):
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in a.items()}
     for k, v in b.items():
@@ -320,10 +369,27 @@ def load(path):
     """Read and validate a scenario file (TOML, or a thesis NAME.scenario directory)."""
     path = Path(path)
     if path.is_dir():
-        from host import thesis_format
-        return thesis_format.load(path)
+        data = thesis_format.to_dict(path)
+        try:
+            return from_dict(data, path, "")
+        except ScenarioError as e:   # name the line of the equivalent TOML
+            text = dumps(data)
+            no = _line_of(text, e.field)
+            raise ScenarioError(path, None, e.field, "%s (as TOML: %s)" % (
+                str(e).split(": ", 2)[-1], text.splitlines()[no - 1].strip() if no else e.field))
     data, sources = read_toml(path)
     return from_dict(data, path, sources)
+
+
+def convert_thesis(directory, output):
+    """`linkteam convert`: a thesis NAME.scenario directory as a TOML scenario file,
+    validated before it is written."""
+    data = thesis_format.to_dict(directory)
+    text = "# Converted by `linkteam convert` from %s (thesis Appendix C format)\n" % Path(directory).name + dumps(data)
+    from_dict(data, Path(directory), text)
+    out = Path(output)
+    out.write_text(text)
+    return out
 
 
 def read_toml(path, seen=()):

@@ -5,14 +5,15 @@
     theTrajectory.spt  end-effector knot points (4x4 homogeneous positions)
     theObstacle.obs    obstacles, each with its own knot points (optional)
 
-Syntax: `define{X}` ... `end{X}` scopes (nested: controller in link, knotpoint in
-obstacle), formal parameters `name = value`, informal ones `@ name = value`; values are
-numbers (exponential format), vectors `<a b c>`, matrices `[<row> <row> ...]` or bare
-strings. `#` starts a comment (our addition). Every parameter is either mapped to our
-TOML schema or rejected: an error names the file, the line and the offending text.
+Syntax (host/thesis_syntax.py): `define{X}` ... `end{X}` scopes (nested: controller in
+link, knotpoint in obstacle), formal parameters `name = value`, informal ones
+`@ name = value`; values are numbers (exponential format), vectors `<a b c>`, matrices
+`[<row> <row> ...]` or bare strings. `#` starts a comment (our addition). Every
+parameter is either mapped to our TOML schema or rejected: an error names the file, the
+line and the offending text.
 
-`load(dir)` builds the same dict a TOML file holds and validates it with
-host.scenario.from_dict; `convert(dir, out)` writes that dict as TOML.
+`to_dict(dir)` builds the same dict a TOML file holds; host.scenario.load validates it
+(from_dict) and host.scenario.convert_thesis writes it as TOML.
 
 Mapping (names from Appendix C; those marked * are our additions, documented here):
   link: name, type, theta, offset (d), alpha, length (a), mass, saturation (u_sat),
@@ -34,219 +35,12 @@ Mapping (names from Appendix C; those marked * are our additions, documented her
   obstacle: name, @ radius, position [4x4], velocity <6> (zeros), knotpoints
 """
 import math
-import re
 from pathlib import Path
 
-from host.scenario import ScenarioError, from_dict
+from host.errors import ScenarioError
+from host.thesis_syntax import Parser, Reader
 
 FILES = ("theRobot.rbt", "theGoals.dat", "theTrajectory.spt", "theObstacle.obs")
-
-_TOKEN = re.compile(r"""
-    (?P<define>define\s*\{\s*(?P<dname>\w+)\s*\})
-  | (?P<end>end\s*\{\s*(?P<ename>\w+)\s*\})
-  | (?P<comment>\#[^\n]*)
-  | (?P<nl>\n)
-  | (?P<ws>[ \t\r\f]+)
-  | (?P<sym>[@=<>\[\]])
-  | (?P<word>[^\s@=<>\[\]\#]+)
-""", re.X)
-
-
-class Node:
-    def __init__(self, kind, line, parent=None):
-        self.kind, self.line, self.parent = kind, line, parent
-        self.params = []      # (name, informal, value, line, text)
-        self.children = []
-        self.used = set()
-
-
-class _Parser:
-    def __init__(self, path):
-        self.path = Path(path)
-        self.text = self.path.read_text()
-        self.lines = self.text.splitlines()
-        self.toks = []
-        line = 1
-        pos = 0
-        while pos < len(self.text):
-            m = _TOKEN.match(self.text, pos)
-            if m is None:   # cannot happen: every character belongs to some token class
-                self.fail(line, self.text[pos:pos + 20], "unreadable text")
-            kind = m.lastgroup if m.lastgroup not in ("dname", "ename") else None
-            if m.group("define"):
-                kind = "define"
-            elif m.group("end"):
-                kind = "end"
-            val = m.group(0)
-            if kind not in ("ws", "comment", "nl"):
-                self.toks.append((kind, val, line, m.group("dname") or m.group("ename")))
-            line += val.count("\n")
-            pos = m.end()
-        self.i = 0
-
-    def fail(self, line, text, message):
-        src = self.lines[line - 1].strip() if line and 0 < line <= len(self.lines) else ""
-        raise ScenarioError(self.path, line, "%r" % text, "%s (line: %s)" % (message, src))
-
-    def peek(self):
-        return self.toks[self.i] if self.i < len(self.toks) else (None, None, self.lines and len(self.lines), None)
-
-    def take(self):
-        t = self.peek()
-        self.i += 1
-        return t
-
-    def parse(self):
-        root = Node("file", 1)
-        self.block(root, None)
-        return root
-
-    def block(self, node, name):
-        while True:
-            kind, val, line, sub = self.peek()
-            if kind is None:
-                if name is not None:
-                    self.fail(node.line, "define{%s}" % name, "define{%s} is never closed by end{%s}" % (name, name))
-                return
-            if kind == "end":
-                self.take()
-                if sub != name:
-                    self.fail(line, val, "end{%s} does not close define{%s}" % (sub, name) if name
-                              else "end{%s} without a matching define{%s}" % (sub, sub))
-                return
-            if kind == "define":
-                self.take()
-                child = Node(sub, line, node)
-                node.children.append(child)
-                self.block(child, sub)
-                continue
-            self.param(node)
-
-    def param(self, node):
-        kind, val, line, _ = self.take()
-        informal = False
-        if kind == "sym" and val == "@":
-            informal = True
-            kind, val, line, _ = self.take()
-        if kind != "word" or not re.match(r"^[A-Za-z_]\w*$", val):
-            self.fail(line, val, "expected a parameter name (name = value or @ name = value)")
-        name = val
-        k2, v2, l2, _ = self.take()
-        if k2 != "sym" or v2 != "=":
-            self.fail(l2 or line, v2, "expected '=' after %r" % name)
-        value = self.value(line)
-        node.params.append((name, informal, value, line, self.lines[line - 1].strip()))
-
-    def value(self, line):
-        kind, val, l, _ = self.peek()
-        if kind == "sym" and val == "<":
-            return self.vector()
-        if kind == "sym" and val == "[":
-            self.take()
-            rows = []
-            while True:
-                k, v, l2, _ = self.peek()
-                if k == "sym" and v == "]":
-                    self.take()
-                    return rows
-                if k == "sym" and v == "<":
-                    rows.append(self.vector())
-                    continue
-                self.fail(l2 or l, v, "expected a row <...> or ']' in a matrix")
-        # numbers (several on one line: interval = t0 t1) or a bare string
-        words = []
-        while True:
-            k, v, l2, _ = self.peek()
-            if k != "word" or l2 != l:
-                break
-            # a following 'name =' on the same line is a new parameter, not part of the value
-            if self.i + 1 < len(self.toks) and self.toks[self.i + 1][1] == "=" and words:
-                break
-            words.append(v)
-            self.take()
-        if not words:
-            self.fail(l, val, "expected a value")
-        nums = [_num(w) for w in words]
-        if all(x is not None for x in nums):
-            return nums[0] if len(nums) == 1 else nums
-        return " ".join(words)
-
-    def vector(self):
-        self.take()   # <
-        out = []
-        while True:
-            k, v, l, _ = self.take()
-            if k == "sym" and v == ">":
-                return out
-            x = _num(v) if k == "word" else None
-            if x is None:
-                self.fail(l, v, "expected a number or '>' in a vector")
-            out.append(x)
-
-
-def _num(w):
-    try:
-        x = float(w)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-class _Reader:
-    """Walks parsed nodes, takes each parameter exactly once, rejects the rest."""
-
-    def __init__(self, parser, node):
-        self.p, self.node = parser, node
-
-    def get(self, name, kind, informal=None, default=None, required=False, length=None):
-        for idx, (n, inf, v, line, text) in enumerate(self.node.params):
-            if n != name:
-                continue
-            self.node.used.add(idx)
-            if informal is not None and inf != informal:
-                self.p.fail(line, text, "%r is %s parameter; write it %s" % (
-                    name, "an informal" if informal else "a formal", "'@ %s = ...'" % name if informal else "'%s = ...'" % name))
-            return self.check(v, kind, name, line, text, length)
-        if required:
-            self.p.fail(self.node.line, "define{%s}" % self.node.kind, "missing required parameter %r" % name)
-        return default
-
-    def check(self, v, kind, name, line, text, length):
-        if kind == "num":
-            if not isinstance(v, float):
-                self.p.fail(line, text, "%s: expected a number, got %r" % (name, v))
-        elif kind == "nums":
-            if isinstance(v, float):
-                v = [v]
-            if not (isinstance(v, list) and v and all(isinstance(x, float) for x in v)):
-                self.p.fail(line, text, "%s: expected numbers, got %r" % (name, v))
-        elif kind == "vec":
-            if not (isinstance(v, list) and all(isinstance(x, float) for x in v)):
-                self.p.fail(line, text, "%s: expected a vector <...>, got %r" % (name, v))
-        elif kind == "mat":
-            if not (isinstance(v, list) and v and all(isinstance(r, list) for r in v)):
-                self.p.fail(line, text, "%s: expected a matrix [<...> <...>], got %r" % (name, v))
-        elif kind == "str":
-            if isinstance(v, float):
-                v = repr(v)
-            if not isinstance(v, str):
-                self.p.fail(line, text, "%s: expected a string, got %r" % (name, v))
-        if length is not None and len(v) != length:
-            self.p.fail(line, text, "%s: expected %d values, got %d" % (name, length, len(v)))
-        return v
-
-    def line_of(self, name):
-        for n, inf, v, line, text in self.node.params:
-            if n == name:
-                return line, text
-        return self.node.line, "define{%s}" % self.node.kind
-
-    def done(self):
-        for idx, (n, inf, v, line, text) in enumerate(self.node.params):
-            if idx not in self.node.used:
-                self.p.fail(line, text, "unsupported %sparameter %r in define{%s}" % (
-                    "informal " if inf else "", n, self.node.kind))
-
 
 def _pose(r, name, p, where):
     """4x4 homogeneous matrix -> (position, R) with checks."""
@@ -312,12 +106,12 @@ def _knot(r, p, planar, in_obstacle=False):
 
 
 def _robot(p, root):
-    top = _Reader(p, root)
+    top = Reader(p, root)
     gravity = top.get("gravity", "vec", informal=False, default=[0.0, 0.0, 0.0], length=3)
     links, behaviours, payload = [], [], None
     rates = []
     for node in root.children:
-        r = _Reader(p, node)
+        r = Reader(p, node)
         if node.kind == "payload":
             if payload is not None:
                 p.fail(node.line, "define{payload}", "only one payload")
@@ -381,7 +175,7 @@ def _robot(p, root):
 
 def _entry(p, node, kind, where, rates):
     """A define{kind} entry: its reader and name; an informal ControlRate joins `rates`."""
-    r = _Reader(p, node)
+    r = Reader(p, node)
     if node.kind != kind:
         p.fail(node.line, "define{%s}" % node.kind, "%s holds define{%s} only" % (where, kind))
     name = r.get("name", "str", informal=False, required=True)
@@ -406,7 +200,7 @@ RMDAC_COEFFS = (("f", "delta", "d0"), ("k0", "alpha", "kp0"), ("k1", "beta", "kv
 
 def _goals(p, root):
     rmdac, assertions, rates = None, None, []
-    _Reader(p, root).done()
+    Reader(p, root).done()
     for node in root.children:
         r, name = _entry(p, node, "globalgoal", "theGoals.dat", rates)
         if name == "resolved_motion_adaptive_control":
@@ -448,26 +242,26 @@ def _goals(p, root):
 
 
 def _trajectory(p, root, planar):
-    top = _Reader(p, root)
+    top = Reader(p, root)
     duration = top.get("duration", "num", informal=True)
     top.done()
     knots = []
     for node in root.children:
         if node.kind != "knotpoint":
             p.fail(node.line, "define{%s}" % node.kind, "theTrajectory.spt holds define{knotpoint} only")
-        knots.append(_knot(_Reader(p, node), p, planar))
+        knots.append(_knot(Reader(p, node), p, planar))
     if not knots:
         p.fail(1, p.path.name, "no define{knotpoint}: the global goal needs a trajectory")
     return knots, duration
 
 
 def _obstacles(p, root):
-    _Reader(p, root).done()
+    Reader(p, root).done()
     out = []
     for node in root.children:
         if node.kind != "obstacle":
             p.fail(node.line, "define{%s}" % node.kind, "theObstacle.obs holds define{obstacle} only")
-        r = _Reader(p, node)
+        r = Reader(p, node)
         ob = {"name": r.get("name", "str", False, default="obstacle%d" % len(out)),
               "radius": r.get("radius", "num", True, required=True)}
         ob["position"], _ = _pose(r, "position", p, "obstacle")
@@ -476,7 +270,7 @@ def _obstacles(p, root):
         for c in node.children:
             if c.kind != "knotpoint":
                 p.fail(c.line, "define{%s}" % c.kind, "an obstacle holds define{knotpoint} only")
-            knots.append(_knot(_Reader(p, c), p, True, in_obstacle=True))
+            knots.append(_knot(Reader(p, c), p, True, in_obstacle=True))
         if knots:
             ob["knot"] = knots
         r.done()
@@ -501,19 +295,19 @@ def to_dict(directory):
                             "(the thesis's local-goals-only mode is not supported)")
     if not (d / "theTrajectory.spt").exists():
         raise ScenarioError(d / "theTrajectory.spt", None, "file", "missing: required with a global goal file")
-    pr = _Parser(d / "theRobot.rbt")
+    pr = Parser(d / "theRobot.rbt")
     gravity, links, behs, payload, rates = _robot(pr, pr.parse())
-    pg = _Parser(d / "theGoals.dat")
+    pg = Parser(d / "theGoals.dat")
     rmdac, assertions, grates = _goals(pg, pg.parse())
     if rmdac is None:
         raise ScenarioError(pg.path, None, "resolved_motion_adaptive_control", "missing: define{globalgoal} "
                             "name = resolved_motion_adaptive_control is required")
     planar = all(L["alpha"] == 0.0 for L in links) and all(L["type"] == "revolute" for L in links)
-    pt = _Parser(d / "theTrajectory.spt")
+    pt = Parser(d / "theTrajectory.spt")
     knots, duration = _trajectory(pt, pt.parse(), planar)
     obstacles = []
     if (d / "theObstacle.obs").exists():
-        po = _Parser(d / "theObstacle.obs")
+        po = Parser(d / "theObstacle.obs")
         obstacles = _obstacles(po, po.parse())
     rate = None
     for r, (line, text), parser in [(r, w, pr) for r, w in rates] + [(r, w, pg) for r, w in grates]:
@@ -567,82 +361,3 @@ def _group(overrides, link, fields):
             ov["links"].append(link)
             return
     overrides.append(dict({"links": [link]}, **fields))
-
-
-def load(directory):
-    data = to_dict(directory)
-    text = dumps(data)   # so schema errors can name a line of the equivalent TOML
-    try:
-        return from_dict(data, Path(directory), "")
-    except ScenarioError as e:
-        raise ScenarioError(directory, None, e.field, "%s (as TOML: %s)" % (
-            str(e).split(": ", 2)[-1], _toml_line(text, e.field)))
-
-
-def _toml_line(text, field):
-    from host.scenario import _line_of
-    no = _line_of(text, field)
-    return text.splitlines()[no - 1].strip() if no else field
-
-
-def convert(directory, output):
-    data = to_dict(directory)
-    text = "# Converted by `linkteam convert` from %s (thesis Appendix C format)\n" % Path(directory).name + dumps(data)
-    from_dict(data, Path(directory), text)   # validate before writing
-    out = Path(output)
-    out.write_text(text)
-    return out
-
-
-# ---- a small TOML writer for the scenario dict ---------------------------------------
-def _tv(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
-    if isinstance(v, list):
-        return "[" + ", ".join(_tv(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join("%s = %s" % (k, _tv(x)) for k, x in v.items()) + " }"
-    raise TypeError("cannot write %r as TOML" % (v,))
-
-
-def dumps(data, prefix=""):
-    lines = []
-    scalars = {k: v for k, v in data.items() if not isinstance(v, dict) and not _is_table_array(v)}
-    for k, v in scalars.items():
-        lines.append("%s = %s" % (k, _tv(v)))
-    for k, v in data.items():
-        full = prefix + k
-        if isinstance(v, dict):
-            if full.startswith("robot.override") or (prefix.startswith("robot.override")):
-                continue
-            sub = dumps(v, full + ".")
-            inner_scalars = any(not isinstance(x, dict) and not _is_table_array(x) for x in v.values())
-            if inner_scalars or not v:
-                lines += ["", "[%s]" % full]
-            lines.append(sub.rstrip("\n")) if sub else None
-        elif _is_table_array(v):
-            for item in v:
-                lines += ["", "[[%s]]" % full]
-                nested = {}
-                for ik, iv in item.items():
-                    if isinstance(iv, dict):
-                        lines.append("%s = %s" % (ik, _tv(iv)))
-                    elif _is_table_array(iv):
-                        nested[ik] = iv
-                    else:
-                        lines.append("%s = %s" % (ik, _tv(iv)))
-                for ik, iv in nested.items():
-                    for sub in iv:
-                        lines += ["", "[[%s.%s]]" % (full, ik)]
-                        lines += ["%s = %s" % (a, _tv(b)) for a, b in sub.items()]
-    return "\n".join(x for x in lines if x is not None).strip("\n") + "\n" if lines else ""
-
-
-def _is_table_array(v):
-    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)

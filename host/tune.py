@@ -429,14 +429,16 @@ def report(out, study, meta, results, made, importance, thesis, best):
 
 
 def ship(gains, dest):
-    """scenarios/tuned/: the overlay, and one scenario per thesis row that extends the row
-    and then the overlay."""
+    """scenarios/tuned/: the overlay, and one scenario per thesis row that RMDAC drives (not
+    the centralised baselines) that extends the row and then the overlay."""
     from host import experiments
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "gains.toml").write_text(Path(gains).read_text())
     rel = os.path.relpath(experiments.SCEN, dest)
     for name, fname, _e_t, _p_t, _q_t, where in experiments.ROWS:
+        if read_toml(experiments.SCEN / fname)[0].get("controller", {}).get("kind", "multiagent") != "multiagent":
+            continue
         (dest / fname).write_text(
             "# %s (%s) with the tuned gains of gains.toml (linkteam tune; docs in host/tune.py).\n"
             'extends = ["%s/%s", "gains.toml"]\nname = "tuned-%s"\n' % (name, where, rel, fname, name))

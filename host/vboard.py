@@ -18,6 +18,7 @@ import time
 import tty
 from pathlib import Path
 
+from host.runners.children import micropython_path
 from host.vwire import link_pty, unlink_pty
 
 BOOT = ("import os, sys\n"
@@ -40,7 +41,6 @@ def _ctty():
 
 class VirtualBoard:
     def __init__(self, path, fsdir=None, micropython=None, heapsize="4M"):
-        from host.runners.processes import micropython_path
         self.path = Path(path)
         self.fsdir = Path(fsdir or str(self.path) + ".fs").resolve()
         self.fsdir.mkdir(parents=True, exist_ok=True)

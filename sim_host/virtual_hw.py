@@ -4,8 +4,7 @@ The same frames feed in-process agents, MicroPython processes and boards in HIL.
 import math
 
 from bus_protocol import messages as m
-
-BRAKED = 2   # firmware.safety.BRAKED (TORQUE.state); sim_host does not import firmware
+from bus_protocol.states import BRAKED
 
 
 class VirtualHardware:

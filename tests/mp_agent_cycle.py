@@ -10,6 +10,7 @@ except NameError:
 if _root not in sys.path:
     sys.path.insert(0, _root)
 
+from bus_protocol import medium  # noqa: E402
 from bus_protocol import messages as m   # noqa: E402
 from firmware.agent import LinkAgent      # noqa: E402
 from firmware.hal.sim import SimHAL       # noqa: E402
@@ -68,11 +69,9 @@ def run():
                         seq += 1
                 p = msg[4][5:8]
                 queue.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, seq, (tick, 0) + tuple(p) + GOAL[3:]))
-        elif dst == m.BROADCAST:
-            for a in agents:
-                a.receive(f)
         else:
-            agents[dst - 1].receive(f)
+            for k in medium.receivers(dst, src, N):
+                agents[k - 1].receive(f)
     for f in sent:
         print("FRAME " + "".join("%02x" % b for b in f))
     for a in agents:

@@ -17,7 +17,7 @@ import json  # noqa: E402
 import machine  # noqa: E402
 import pyb  # noqa: E402
 
-from bus_protocol import can_ids, framing  # noqa: E402
+from bus_protocol import can_ids, framing, medium  # noqa: E402
 from bus_protocol import messages as m  # noqa: E402
 from firmware.agent import LinkAgent  # noqa: E402
 from firmware.hal import joint as J  # noqa: E402
@@ -291,14 +291,12 @@ def reference_torques(cfgs, qs):
         queue.append(f)
     while queue:
         f = queue.pop(0)
-        if f[2] == m.HOST:
-            for g in host.on_frame(f):
-                queue.append(g)
-        elif f[2] == m.BROADCAST:
-            for a in agents:
-                a.receive(f)
-        else:
-            agents[f[2] - 1].receive(f)
+        for k in medium.receivers(f[2], f[1], len(agents)):
+            if k == m.HOST:
+                for g in host.on_frame(f):
+                    queue.append(g)
+            else:
+                agents[k - 1].receive(f)
     return [a.u for a in agents]
 
 

@@ -9,7 +9,8 @@ from tests.conftest import REPO
 OUTSIDE = ".." + "/shared"              # written in two parts so this file does not match
 OLD_DESIGN = re.compile(r"DESIGN\.md|\bDESIGN §?\d")
 DOCS = ["README.md", "bus_protocol/SPEC.md", "docs/*.md", "hardware/*.md"]
-SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "runs", "node_modules"}
+SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", "runs", "node_modules",
+             "build"}   # build/: gitignored outputs (build/mcu/ unpacks a MicroPython tree)
 GENERATED = ("runs/", "experiments/runs/")   # run directories: written by runs, not committed
 TEXT = re.compile(r"\.(md|py|toml|txt|csv|json|cfg|ini|yml|yaml|sh|rbt|dat|spt|obs)$|^(Makefile|LICENSE|run)$")
 

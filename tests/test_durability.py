@@ -122,3 +122,31 @@ def test_a_directory_that_is_not_a_run_is_not_replaced(tmp_path, capsys):
     assert main(["run", str(p), "--out", str(out), "--quiet", "--no-plots"]) == 2
     assert "not a run directory" in capsys.readouterr().err
     assert [f.name for f in out.iterdir()] == ["notes.txt"] and not (tmp_path / "mine.partial").exists()
+
+
+def test_ctrl_c_swallowed_by_a_finaliser_still_stops_the_run(tmp_path, monkeypatch):
+    """Python drops an exception raised by a signal handler inside a finaliser that the
+    garbage collector runs (seen: a Popen.__del__): the run must stop at its next tick all
+    the same, aborted with the reason."""
+    from host import run
+    from host.runners.base import ControlLoop
+    from host.scenario import load
+
+    real_record, calls = ControlLoop.record, []
+
+    def record(self, k, t):
+        calls.append(k)
+        if len(calls) == 10:
+            try:   # a finaliser: whatever the handler raises ends here
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)
+            except KeyboardInterrupt:
+                pass
+        real_record(self, k, t)
+
+    monkeypatch.setattr(ControlLoop, "record", record)
+    out = tmp_path / "run"
+    summary, _ = run.run_scenario(load(scenario(tmp_path, "short", "[simulation]\nduration = 2.0\n")), out,
+                                  quiet=True, make_plots=False)
+    assert summary["status"] == "aborted" and summary["reason"] == "interrupted (Ctrl-C)", summary
+    assert len(calls) == 10   # stopped at the tick after the signal, not at the end (241 ticks)

@@ -9,6 +9,9 @@ from host.scenario import from_dict, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS = ROOT / "scenarios" / "thesis"
+# thesis figures (Monckton 1997; docs/design.md §10), e_rms in m
+THESIS_OBSTACLE_E_RMS = 3.481e-3       # Table 7.11
+THESIS_FAILSAFE_E_RMS = 3.285e-3       # Table 7.12
 
 
 def _short(name, duration, **changes):
@@ -27,7 +30,9 @@ def test_short_obstacle_run_avoids_the_sphere(tmp_path):
     d = np.load(out / "timeseries.npz")
     assert np.abs(d["comp"][:, :, 1]).max() > 1.0          # avoidance torques were applied
     assert np.nanmin(d["rho"][:, :9]) > 0.1                  # axis never within a link radius
-    assert s["e_rms_m"] < 0.05
+    # 3 s of a 40 s run: the straight start's transient dominates (most of the error falls
+    # in the first 2 s, docs/design.md §10); measured 2.56 x the whole thesis run's figure
+    assert s["e_rms_m"] < 3.0 * THESIS_OBSTACLE_E_RMS
 
 
 def test_short_failsafe_run_holds_link_9(tmp_path):
@@ -38,8 +43,11 @@ def test_short_failsafe_run_holds_link_9(tmp_path):
     assert np.all(d["state"][:, 8] == 2) and np.all(d["state"][:, 7] == 1)
     assert np.abs(d["q"][:, 8]).max() < 5e-3
     assert np.all(d["comp"][:, 8, 0] == 0)                  # no tracking proxy on the braked link
-    assert s["agents"][8]["faults"] == 1
-    assert s["e_rms_m"] < 0.02    # link 10's kinematic packets pass through the held joint
+    assert s["nodes"][8]["state"] == "braked" and s["nodes"][8]["faults"] == ["command"]   # braked at start
+    assert all(n["state"] == "run" and n["faults"] == [] for i, n in enumerate(s["nodes"]) if i != 8)
+    # link 10's kinematic packets pass through the held joint; 3 s with the start
+    # transient as above: measured 4.16 x the whole thesis run's figure
+    assert s["e_rms_m"] < 5.0 * THESIS_FAILSAFE_E_RMS
 
 
 def test_experiments_command_two_rows_in_parallel(tmp_path):
@@ -53,7 +61,11 @@ def test_experiments_command_two_rows_in_parallel(tmp_path):
     assert set(results) == {"failsafe-link9", "centering-100"}
     assert all(s["status"] == "ok" for s in results.values())
     text = report.read_text()
-    assert "| [failsafe-link9](runs/failsafe-link9/) | Table 7.12 |" in text and "3.285e-03" in text
+    row = [line for line in text.splitlines() if line.startswith("| [failsafe-link9](runs/failsafe-link9/) |")]
+    cells = [c.strip() for c in row[0].split("|")[1:-1]]
+    ours = results["failsafe-link9"]["e_rms_m"]
+    assert cells[1] == "Table 7.12" and float(cells[2]) == float("%.3e" % ours)   # our figure, from the run
+    assert float(cells[3]) == THESIS_FAILSAFE_E_RMS and cells[4] == "%.2f" % (ours / THESIS_FAILSAFE_E_RMS)
     assert "not run" in text                                  # the other rows are listed too
     assert (tmp_path / "exp" / "figures" / "tracking.png").exists()
     assert json.loads((tmp_path / "exp" / "runs" / "centering-100" / "summary.json").read_text())["status"] == "ok"

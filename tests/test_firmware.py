@@ -202,3 +202,21 @@ def test_silent_bus_brakes_through_idle_and_sensor_error_trips():
     rig2.agent.hal.read = lambda: False
     rig2.cycle(0)
     assert rig2.agent.safety.faults & safety.F_SENSOR and rig2.agent.safety.state == safety.BRAKED
+
+
+def test_a_lockstep_run_has_no_silent_bus_watchdog():
+    """COMMAND RESET with arg 1 starts a lockstep run: no time passes between SYNCs, so
+    10 s of quiet bus is no fault, though the joint is still read (a board's hardware
+    watchdog is fed by reads); RESET with arg 0 (a wall-clock run) brings it back."""
+    rig = Rig()
+    clock = [0]
+    rig.agent.hal.ticks_us = lambda: clock[0]
+    reads = []
+    rig.agent.hal.read = lambda: reads.append(clock[0]) or True
+    for arg, braked in ((1.0, False), (0.0, True)):
+        rig.agent.receive(m.encode(m.COMMAND, 0, m.BROADCAST, 0, (m.CMD_RESET, arg)))
+        clock[0] += 1000
+        assert rig.cycle(0, q=0.2)
+        clock[0] += 10_000_000
+        assert rig.agent.idle() is braked and reads[-1] == clock[0]
+        assert (rig.agent.safety.faults == safety.F_LOST_BUS) is braked

@@ -9,13 +9,20 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from host.run import run_scenario
 from host.scenario import load
 from host.transports.udp import free_base_port
 
-from .conftest import REPO
+from .conftest import MICROPYTHON, REPO, needs
+
+pytestmark = needs("micropython")
+SLOWDOWN = 12   # 100 ms of wall time per 8.3 ms tick: every deadline met on a busy machine
+# MicroPython's native architectures by sys.implementation._mpy >> 10 (py/persistentcode.h)
+MPY_ARCHS = ["None", "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
+             "xtensa", "xtensawin", "rv32imc", "rv64imc"]
 
 
 def cli(*args, timeout=180):
@@ -50,7 +57,7 @@ def two_vboards(tmp_path):
     paths = [tmp_path / ("board%d" % i) for i in (1, 2)]
     with daemons(*[("vboard", str(p), "--fs", str(tmp_path / ("fs%d" % i))) for i, p in enumerate(paths, 1)],
                  stderr=subprocess.DEVNULL):
-        end = time.time() + 10
+        end = time.time() + 60   # a wait, not a bound: a busy machine may start them slowly
         while not all(p.exists() for p in paths) and time.time() < end:
             time.sleep(0.05)
         time.sleep(0.3)
@@ -59,21 +66,25 @@ def two_vboards(tmp_path):
 
 @pytest.fixture(scope="module")
 def hil2(tmp_path_factory):
-    """The HIL scenario and its in-process run, the reference for the HIL runs."""
-    sc = load(REPO / "scenarios" / "hil2.toml")
-    ref, _ = run_scenario(sc, tmp_path_factory.mktemp("inproc"), quiet=True, make_plots=False)
-    return sc, ref
+    """The HIL scenario (hil2, 0.5 s, the agents' silent-bus watchdog allowing for the
+    SLOWDOWN) and its in-process run, the reference for the HIL runs."""
+    path = tmp_path_factory.mktemp("scenario") / "hil2-slow.toml"
+    path.write_text('extends = "%s"\n[simulation]\nduration = 0.5\n[behaviours.safety]\nwatchdog_ms = 2000\n'
+                    % (REPO / "scenarios" / "hil2.toml"))
+    sc = load(path)
+    ref = run_scenario(sc, tmp_path_factory.mktemp("inproc"), quiet=True, make_plots=False)
+    return path, sc, ref
 
 
-def run_hil(sc, ref, out, ports, late_max=3):
-    s, _ = run_scenario(sc, out, mode="hil", quiet=True, make_plots=False, ports=ports)
+def run_hil(path, sc, ref, out, ports):
+    """A HIL run at 1/SLOWDOWN of real time: every torque before its deadline, so the
+    figures are the in-process run's to the last digit."""
+    s, out = run_scenario(sc, out, mode="hil", quiet=True, make_plots=False, ports=ports, slowdown=SLOWDOWN)
     assert s["status"] == "ok", s["reason"]
     assert s["mode"] == "hil" and s["clock"] == "wall"
-    # a shared VM's hypervisor can steal whole stretches (vm_steal_ms): `late_max` late
-    # cycles normally, 5 % while it stole over 2 % of the run
-    stolen = (s.get("vm_steal_ms") or 0) > 0.02 * sc.duration * 1000
-    assert s["missed_cycles"] <= (0.05 * sc.duration * sc.control_rate_hz if stolen else late_max), s
-    assert abs(s["e_rms_m"] - ref["e_rms_m"]) <= 0.2 * ref["e_rms_m"]
+    assert s["missed_cycles"] == 0, s.get("late_cycles")
+    a, b = np.load(out / "timeseries.npz"), np.load(ref[1] / "timeseries.npz")
+    assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
     assert [n["link"] for n in s["nodes"]] == [1, 2]
     return s
 
@@ -81,9 +92,11 @@ def run_hil(sc, ref, out, ports, late_max=3):
 def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path, hil2):
     b1, b2 = two_vboards
     base = free_base_port(2)
-    out = cli("flash", "--chain", "1=%s,2=%s" % (b1, b2), "--scenario", "scenarios/hil2.toml",
+    out = cli("flash", "--chain", "1=%s,2=%s" % (b1, b2), "--scenario", str(hil2[0]),
               "--bus-json", json.dumps({"base_port": base}))
-    assert out.count("verified (sha256)") == 2 and "arch x64" in out
+    arch = subprocess.run([MICROPYTHON, "-c", "import sys; print(sys.implementation._mpy >> 10)"],
+                          capture_output=True, text=True, check=True).stdout
+    assert out.count("verified (sha256)") == 2 and "arch %s " % MPY_ARCHS[int(arch)] in out
     fs1 = tmp_path / "fs1"
     assert (fs1 / "main.py").exists() and (fs1 / "firmware" / "agent.mpy").exists()
     assert json.loads((fs1 / "config.json").read_text())["link"] == 1
@@ -97,7 +110,7 @@ def test_flash_two_virtual_boards_and_run_hil(two_vboards, tmp_path, hil2):
     # per-hop compute measured on the flashed board itself (its .mpy firmware) for the budget
     text = cli("budget", "--links", "20", "--bus", "canfd:1000000/5000000", "--measure-on", str(b1))
     hop = dict(kv.split() for kv in text.split("per-hop compute (us): ")[1].strip().split(", "))
-    assert all(0 < float(hop[k]) < 5000 for k in ("k_us", "goal_us", "fwd_us")), text
+    assert all(float(hop[k]) > 0 for k in ("k_us", "goal_us", "fwd_us")), text
 
     run_hil(*hil2, tmp_path / "hil", "udp:%d" % base)
 
@@ -115,25 +128,24 @@ def test_uart_ring_of_virtual_boards(two_vboards, tmp_path, hil2):
         for link, board in enumerate(two_vboards, 1):
             bus = json.loads(printed[link][1])
             assert bus["ring"] and bus["up"].endswith("up%d" % link) and bus["down"].endswith("down%d" % link)
-            cli("flash", "--port", str(board), "--link", str(link), "--scenario", "scenarios/hil2.toml",
+            cli("flash", "--port", str(board), "--link", str(link), "--scenario", str(hil2[0]),
                 "--board", "unix-pty", "--bus-json", json.dumps(bus))
         # `boards` stops main.py (mpremote) and soft-resets: the ports close and open again
         assert cli("boards", "--ports", "%s,%s" % tuple(two_vboards)).count("unix-pty") == 2
         port = "serial:%s@1000000" % host
         found = cli("scan", "--ports", port, "--max-links", "4")   # the host's port, opened and closed
         assert "link  1" in found and "link  2" in found
-        # 2 % late, as in processes mode: each way round the ring passes the relay three
-        # times, and the vboards run at normal priority (6 runs here: 1-4 late of 360,
-        # cycle p50 1.7-2.1 ms, p99 5.7-7.7 ms)
-        sc = hil2[0]
-        run_hil(*hil2, tmp_path / "ring", port, late_max=0.02 * sc.duration * sc.control_rate_hz)
+        run_hil(*hil2, tmp_path / "ring", port)
     wires = {}
     for line in vw.stdout.read().splitlines():   # bytes per wire, printed on SIGTERM
         if line.startswith("wire "):
             _, src, _, dst, n = line.split()
             wires[src, dst] = int(n)
-    # everything for the host came back over the return wire; link 1's up TX is not connected
-    assert wires["down2", "host"] > 10000 and wires["host", "up1"] > 10000, wires
+    # everything for the host came back over the return wire (K_N alone: a 64-byte frame,
+    # 66 bytes on the line, every tick); link 1's up TX is not connected
+    ticks = int(hil2[1].duration * hil2[1].control_rate_hz) + 1
+    assert wires["down2", "host"] >= 66 * ticks and wires["host", "up1"] >= 66 * ticks, wires
+    assert ("up1", "host") not in wires or wires["up1", "host"] == 0, wires
 
 
 def test_vboard_soft_reset_and_ctrl_c(two_vboards):
@@ -152,13 +164,13 @@ def test_vboard_soft_reset_and_ctrl_c(two_vboards):
         s.reset_input_buffer()
         s.write(b"\x04")                       # soft reset -> main.py runs (busy loop)
         buf = b""
-        end = time.time() + 5
+        end = time.time() + 60
         while b"booted" not in buf and time.time() < end:
             buf += s.read(256)
         assert b"soft reboot" in buf and b"booted" in buf
         s.write(b"\x03")                       # Ctrl-C interrupts it
         buf = b""
-        end = time.time() + 5
+        end = time.time() + 60
         while b">>> " not in buf and time.time() < end:
             buf += s.read(256)
         assert b"KeyboardInterrupt" in buf

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from host import thesis_format as tf
 from host.cli import main
-from host.scenario import ScenarioError, load
+from host.scenario import ScenarioError, convert_thesis, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "scenarios" / "thesis-format" / "reference.scenario"
@@ -70,7 +69,7 @@ end{obstacle}
     assert "rmoa" in sc.behaviours[0] and "rmoa" not in sc.behaviours[9]
     assert "assertions" in sc.behaviours[9]
     out = tmp_path / "mixed.toml"
-    tf.convert(d, out)
+    convert_thesis(d, out)
     assert load(out).raw == sc.raw
 
 

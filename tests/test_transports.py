@@ -8,11 +8,10 @@ import tty
 
 from bus_protocol import messages as m
 from host.runners.hil import open_ports, scan
-from host.runners.processes import micropython_path
 from host.scenario import load
 from host.transports import open_transport
 
-from .conftest import REPO
+from .conftest import MICROPYTHON, REPO, needs
 
 
 def test_python_can_virtual_fd_and_classic():
@@ -28,6 +27,7 @@ def test_python_can_virtual_fd_and_classic():
             b.close()
 
 
+@needs("micropython")
 def test_serial_transport_talks_to_a_micropython_node(tmp_path):
     """The HIL serial path: pyserial on a pty, a real MicroPython ChainNode at the far end."""
     master, slave = pty.openpty()
@@ -39,7 +39,7 @@ def test_serial_transport_talks_to_a_micropython_node(tmp_path):
     path = tmp_path / "link1.json"
     path.write_text(json.dumps(cfg))
     code = "import sys\nsys.path.insert(0, %r)\nfrom firmware import main\nmain.run(%r)\n" % (str(REPO), str(path))
-    p = subprocess.Popen([micropython_path(), "-c", code], stdin=master, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([MICROPYTHON, "-c", code], stdin=master, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, start_new_session=True)
     os.close(master)
     tr = open_ports("serial:%s@1000000" % os.ttyname(slave), 1)

@@ -136,7 +136,7 @@ class IrqEncoder:
 
 
 class UartPort:
-    """Byte-stream port for ChainNode on machine.UART: write(buf) -> n,
+    """Byte-stream port for ChainNode on machine.UART: write(buf[, n]) -> n,
     readinto(buf) -> n | None without blocking (checks any() first)."""
 
     def __init__(self, uart):
@@ -151,11 +151,12 @@ class UartPort:
             n = len(buf)
         return self.uart.readinto(buf, n)
 
-    def write(self, buf):
-        n = self.uart.write(buf)
+    def write(self, buf, n=None):
+        want = len(buf) if n is None else n
+        n = self.uart.write(buf, want)   # stream write(buf, max_len): no slice allocated
         if n is None:
             n = 0
-        if n < len(buf):
+        if n < want:
             self.short_writes += 1   # TX ring full: the frame is cut (receiver drops it)
         return n
 

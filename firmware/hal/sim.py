@@ -5,9 +5,10 @@ from firmware.hal import ticks_us
 
 class SimHAL:
     def __init__(self, send=None):
-        self._send = send
+        self.send = send   # send(buf, n): the bus (a node sets its own); no wrapper call per frame
         self.q = 0.0
         self.qd = 0.0
+        self.state_tick = -1   # the tick of the joint state held
         self.range_valid = False
         self.p_psh = (0.0, 0.0, 0.0)
         self.x_r = (0.0, 0.0, 0.0)
@@ -17,6 +18,7 @@ class SimHAL:
 
     def on_joint_state(self, values):
         # JOINT_STATE: tick, q, qd, flags, p_psh(3), x_r(3)
+        self.state_tick = values[0]
         self.q = values[1]
         self.qd = values[2]
         self.range_valid = bool(values[3] & 1)
@@ -32,6 +34,3 @@ class SimHAL:
 
     def set_brake(self, on):
         self.braked = on
-
-    def send(self, buf, n):
-        self._send(buf, n)

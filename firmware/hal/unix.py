@@ -10,7 +10,7 @@ import socket
 import sys
 import time
 
-from bus_protocol import can_ids
+from bus_protocol import can_ids, medium
 from firmware import node as node_mod
 from firmware.hal.sim import SimHAL
 
@@ -31,7 +31,7 @@ class _Paced:
     """Optional line-rate emulation: a write leaves the port when the line would have
     finished shifting it out (store and forward), so chain latency is realistic."""
 
-    def __init__(self, baud, bits_per_byte=10):
+    def __init__(self, baud, bits_per_byte=medium.UART_BITS_PER_BYTE):
         self.us_per_byte = (bits_per_byte * 1000000) // baud if baud else 0
         self._q = []          # [due_us, bytes]
         self._free = 0        # when the line is idle again (ticks_us)
@@ -59,7 +59,7 @@ class _Paced:
 
 class StreamPort(_Paced):
     """A UART-like byte port on a file object (pty slave opened by path, or an
-    inherited pty master on stdin). write(buf) -> n ; readinto(buf) -> n or None."""
+    inherited pty master on stdin). write(buf[, n]) -> n ; readinto(buf) -> n or None."""
 
     def __init__(self, f, baud=0):
         _Paced.__init__(self, baud)
@@ -69,7 +69,9 @@ class StreamPort(_Paced):
     def fileno(self):
         return self.f.fileno()
 
-    def write(self, buf):
+    def write(self, buf, n=None):
+        if n is not None and n < len(buf):
+            buf = memoryview(buf)[:n]
         if self.us_per_byte:
             self._queue(bytes(buf), len(buf))
             return len(buf)
@@ -123,9 +125,7 @@ class UdpPort(_Paced):
 
     def __init__(self, me, n_nodes, base_port, host="127.0.0.1", bitrate=0):
         _Paced.__init__(self, bitrate, 1)
-        if bitrate:  # per bit: 8 bits per byte plus ~67 bits of CAN-FD framing per frame
-            self.us_per_byte = 0
-            self.us_per_bit = 1000000.0 / bitrate
+        self.bitrate = bitrate
         self.me = me
         self.addrs = [socket.getaddrinfo(host, base_port + k)[0][-1] for k in range(n_nodes + 1)]
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -146,22 +146,16 @@ class UdpPort(_Paced):
         h[2] = (cid >> 16) & 0xFF
         h[3] = (cid >> 24) & 0xFF
         dgram = bytes(h) + can_ids.fd_payload(frame)
-        if getattr(self, "us_per_bit", 0):
-            nbits = 67 + 8 * (len(dgram) - 4)
-            self.us_per_byte = int(nbits * self.us_per_bit)
+        if self.bitrate:   # one "byte" of the pacer = this frame's line time
+            self.us_per_byte = int(medium.fd_frame_seconds(len(frame), self.bitrate) * 1000000)
             self._queue((dst, dgram), 1)
             return
         self._raw_write((dst, dgram))
 
     def _raw_write(self, item):
         dst, dgram = item
-        s = self.s
-        if dst == 0xFF:
-            for k in range(len(self.addrs)):
-                if k != self.me:
-                    s.sendto(dgram, self.addrs[k])
-        elif dst < len(self.addrs):
-            s.sendto(dgram, self.addrs[dst])
+        for k in medium.receivers(dst, self.me, len(self.addrs) - 1):
+            self.s.sendto(dgram, self.addrs[k])
 
     def recv(self):
         try:
@@ -188,6 +182,20 @@ class SimIO(SimHAL):
         self.s.bind(socket.getaddrinfo(host, io_base + link)[0][-1])
         self.s.setblocking(False)
         self.host_addr = socket.getaddrinfo(host, io_base)[0][-1]
+        self._poll = select.poll()
+        self._poll.register(self.s, select.POLLIN)
+
+    def wait_state(self, tick, ms=5000):
+        """Lockstep: block until the joint state of `tick` is in (or ms pass, when the
+        host gives up on the tick anyway). It comes on this wire, apart from the SYNC on
+        the bus, and may trail it on a busy machine. -> True if it is in."""
+        end = time.ticks_add(time.ticks_ms(), ms)
+        while True:
+            self.read()
+            left = time.ticks_diff(end, time.ticks_ms())
+            if self.state_tick >= tick or left <= 0:
+                return self.state_tick >= tick
+            self._poll.poll(left)
 
     def read(self):
         while True:

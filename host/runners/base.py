@@ -1,6 +1,6 @@
 """The control loop every runner shares (DESIGN 6): per tick, sense the plant, let the
 bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
-supplies `exchange(frames, deadline)` which delivers the host's frames to the agents
+supplies `exchange(frames, k, deadline)` which delivers the host's frames to the agents
 and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""
 import time
 import traceback
@@ -9,6 +9,7 @@ import numpy as np
 
 from host.goal_process import GoalProcess
 from host.logs import Recorder
+from host.runners.stats import RunStats
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
 from sim_host.plant import Plant
 from sim_host.virtual_hw import VirtualHardware
@@ -27,10 +28,12 @@ def obstacle_paths(sc):
 
 
 class ControlLoop:
-    def __init__(self, sc, mode, clock="synthetic"):
+    """One run of scenario `sc`: plant, virtual hardware, goal process and recorder;
+    run() drives it tick by tick and fills `stats` (runners/stats.RunStats)."""
+
+    def __init__(self, sc, mode):
         self.sc = sc
         self.mode = mode
-        self.clock = clock
         obstacles = [{"name": o["name"], "radius": o["radius"], "pos": list(o["position"])} for o in sc.obstacles]
         self.plant = Plant(sc.arm, obstacles, timestep=sc.timestep)
         clearances = [b["rmoa"]["clearance"] for b in sc.behaviours if "rmoa" in b]
@@ -38,18 +41,9 @@ class ControlLoop:
         self.gp = GoalProcess(sc)
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
-        self.missed_cycles = 0
+        self.stats = RunStats()
         self.late = False         # this tick's torques missed their deadline
-        self.deadline = None      # wall clock: perf_counter() time by which this tick's torques are due
-        self.late_start = 0       # wall clock: ticks the host itself opened over host_late_s late
-        self.host_late_s = 0.001
-        self.host_lag_max = 0.0   # wall clock: the longest the host opened a tick late (s)
-        self.tick_paused = 0.0    # wall clock: VM pause the exchange absorbed in this tick (s)
-        self.paused_ticks = 0     # wall clock: ticks whose deadline moved for such a pause
-        self.paused_total = 0.0   # ... and by how much in all (s)
-        self.status = "ok"
-        self.reason = ""
-        self.traceback = ""
+        self.interrupted = False  # set by a signal handler (host/logs.RunDir): stop at the next tick
 
     def tick_steps(self):
         """Plant step index of every control tick: ticks fall on the plant's time grid."""
@@ -63,47 +57,36 @@ class ControlLoop:
             yield k, s
             k += 1
 
-    def run(self, exchange, progress=None):
-        sc, plant, gp = self.sc, self.plant, self.gp
-        start = wall0 = time.perf_counter()
+    def run(self, exchange, progress=None, schedule=None):
+        """Every tick: obstacles to their places, the tick's frames out, exchange(frames, k,
+        deadline) carries the bus cycle, the torques go to the plant, which steps to the
+        next tick. Without a `schedule` (runners/wallclock.Schedule) the clock is
+        synthetic: no deadline, the exchange waits for every torque. -> self.stats"""
+        sc, plant, gp, stats = self.sc, self.plant, self.gp, self.stats
+        now = schedule.now if schedule else time.perf_counter
         steps = list(self.tick_steps())
-        wall = self.clock == "wall"
+        start = now()
         try:
             for j, (k, s) in enumerate(steps):
+                if self.interrupted:
+                    raise KeyboardInterrupt
                 t = s * sc.timestep
                 for i, path in enumerate(self.paths):
                     if path is not None:
                         plant.set_obstacle_position(i, path.sample(t).p)
                 frames = self.hw.sense_frames(k) + gp.begin(k, t)
-                if wall:   # real time: tick k opens at t (frames ready), its torques are due at the next tick
-                    if j == 0:
-                        start = wall0 = time.perf_counter()
-                    lag = wall0 + t - time.perf_counter()
-                    if lag > 0:
-                        time.sleep(lag)
-                        lag = wall0 + t - time.perf_counter()   # below 0: it woke late
-                        if lag > -self.host_late_s:
-                            lag = 0.0
-                    if lag < 0:   # the simulator itself opens the tick late (plant step, a stall
-                        # of the host process, also one that keeps it from waking on time): the
-                        # simulated world waits for it, so the schedule moves and the bus keeps
-                        # its whole period; counted apart from missed cycles. (A wake-up late
-                        # by under host_late_s only shortens the period by that much.)
-                        wall0 -= lag
-                        if -lag > self.host_late_s:
-                            self.late_start += 1
-                        self.host_lag_max = max(self.host_lag_max, -lag)
+                deadline = None
+                if schedule:   # real time: tick k opens at t, its torques are due at the next tick
                     t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
-                    self.deadline = wall0 + t_next
-                exchange(frames, k)
-                if self.tick_paused:   # a hypervisor pause (runners/vm_pause): the schedule moves
-                    wall0 += self.tick_paused
-                    self.paused_ticks += 1
-                    self.paused_total += self.tick_paused
-                    self.tick_paused = 0.0
+                    deadline = schedule.open(t, t_next)
+                    if j == 0:
+                        start = now()
+                paused = exchange(frames, k, deadline)
+                if paused:   # a hypervisor pause the deadline absorbed (runners/desktop)
+                    schedule.move(paused)
                 self.late = not gp.complete
                 if self.late:
-                    self.missed_cycles += 1   # late torque: the previous one is held
+                    stats.missed_cycles += 1   # late torque: the previous one is held
                 self.record(k, t)
                 self.hw.apply(gp.torques, gp.states)
                 if j + 1 < len(steps):
@@ -111,14 +94,13 @@ class ControlLoop:
                 if progress:
                     progress(t, sc.duration)
         except Aborted as e:
-            self.status, self.reason = "aborted", str(e)
+            stats.abort(str(e))
         except KeyboardInterrupt:
-            self.status, self.reason = "aborted", "interrupted (Ctrl-C)"
+            stats.abort("interrupted (Ctrl-C)")
         except Exception as e:  # a run that aborts still leaves its log and the reason
-            self.status, self.reason = "aborted", "%s: %s" % (type(e).__name__, e)
-            self.traceback = traceback.format_exc()
-        self.wall_seconds = time.perf_counter() - start
-        return self.status
+            stats.abort("%s: %s" % (type(e).__name__, e), traceback.format_exc())
+        stats.wall_seconds = now() - start
+        return stats
 
     def record(self, k, t):
         gp, plant = self.gp, self.plant

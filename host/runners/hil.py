@@ -11,8 +11,10 @@ import time
 
 from bus_protocol import messages as m
 from host.runners.base import Aborted
-from host.runners.processes import drain, make_exchange, realtime_host
+from host.runners import wallclock
 from host.transports import open_transport
+
+HOST_PRIORITY = 10   # SCHED_FIFO where allowed: above every ordinary process
 
 
 def open_ports(spec, n):
@@ -29,7 +31,7 @@ def open_ports(spec, n):
 
 
 def scan(transport, n_max=32, timeout=1.0, rounds=3):
-    """Broadcast PING; every node answers STATUS. -> {link: (tick, state, faults, bad, cycle_us)}"""
+    """Broadcast PING; every node answers STATUS. -> {link: STATUS values}"""
     dec = m.Decoder()
     found = {}
     for r in range(rounds):
@@ -53,25 +55,46 @@ def wait_for_links(transport, n, timeout=15.0):
     raise Aborted("links %s did not answer a ping on the bus" % sorted(set(range(1, n + 1)) - set(found)))
 
 
-def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, **_):
-    loop.clock = "synthetic" if lockstep else "wall"
-    loop.bus_kind = (ports or "").split(":")[0]
+# what the summary's figures are taken from (summary.json figures_from)
+BOARD_FIGURES = "nodes, bus_cycle_ms, goal_sent_ms, missed_cycles, late_cycles"
+PLANT_FIGURES = "e_rms_m, phi_rms_rad, q_rms_rad, e_max_m, collisions, timeseries"
+FIGURES_FROM = {
+    False: {BOARD_FIGURES: "the boards and the bus",
+            PLANT_FIGURES: "the host's simulated plant, fed the boards' torques; the boards read it (JOINT_STATE)"},
+    True: {BOARD_FIGURES: "the boards and the bus",
+           PLANT_FIGURES: "the host's plant model driven by the boards' torques, not the real arm's encoders"},
+}
+
+
+def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowdown=1.0, **_):
+    """Run `loop` against flashed boards on `ports`; -> loop.stats. With `real_plant` the
+    boards drive a real arm: no joint states from the host, and the schedule does not
+    wait for a host that opens a tick late (the arm does not). `slowdown`: wall seconds
+    per simulated second (wallclock.Schedule)."""
+    stats = loop.stats
+    stats.bus = (ports or "").split(":")[0]
     if not ports:
-        loop.status, loop.reason, loop.wall_seconds = "aborted", "--mode hil needs --ports", 0.0
-        return loop.status
+        stats.abort("--mode hil needs --ports")
+        return stats
     tr = open_ports(ports, loop.sc.n)
     try:
         try:
             wait_for_links(tr, loop.sc.n)
         except Aborted as e:
-            loop.status, loop.reason, loop.wall_seconds = "aborted", str(e), 0.0
-            return loop.status
-        tr.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 0.0)))   # a fresh run
+            stats.abort(str(e))
+            return stats
+        wallclock.reset_links(tr, lockstep)
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
-        with realtime_host(loop):
-            loop.run(make_exchange(loop, tr, lockstep), progress)
-        drain(loop, tr)
+        stats.figures_from = FIGURES_FROM[bool(real_plant)]
+        exchange = wallclock.make_exchange(loop.gp, stats, tr,
+                                           timeout=stats.wait_with_patience(loop.sc) if lockstep else 5.0)
+        if lockstep:
+            loop.run(exchange, progress)
+        else:
+            with wallclock.realtime_host(stats, HOST_PRIORITY):
+                loop.run(exchange, progress, wallclock.Schedule(stats, world_waits=not real_plant, slowdown=slowdown))
+        wallclock.collect_status(loop.gp, tr)
     finally:
         tr.close()
-    return loop.status
+    return stats

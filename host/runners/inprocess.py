@@ -2,13 +2,14 @@
 frame encoded and routed through bus_protocol by a loopback bus, synthetic clock."""
 from collections import deque
 
+from bus_protocol import medium
 from bus_protocol import messages as m
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 
 
 class LoopbackBus:
-    """Delivers frames in FIFO order by destination address (like a CAN acceptance filter)."""
+    """Delivers frames in FIFO order by destination address (bus_protocol.medium.receivers)."""
 
     def __init__(self, agents, host):
         self.agents = agents
@@ -26,14 +27,12 @@ class LoopbackBus:
         while q:
             f = q.popleft()
             self.frames += 1
-            dst = f[2] if len(f) > 2 else m.HOST
-            if dst == m.HOST:
-                q.extend(self.host(f))
-            elif dst == m.BROADCAST:
-                for a in agents:
-                    a.receive(f)
-            elif 1 <= dst <= len(agents):
-                agents[dst - 1].receive(f)
+            dst = f[2] if len(f) > 2 else m.HOST   # too short for an address: the host counts it bad
+            for addr in medium.receivers(dst, f[1] if len(f) > 1 else None, len(agents)):
+                if addr == m.HOST:
+                    q.extend(self.host(f))
+                else:
+                    agents[addr - 1].receive(f)
 
 
 def make_agents(sc, send):
@@ -41,8 +40,9 @@ def make_agents(sc, send):
 
 
 def run(loop, progress=None):
+    """Run `loop` with firmware agents in this process; -> loop.stats."""
     bus = LoopbackBus([], loop.gp.on_frame)
     bus.agents = make_agents(loop.sc, bus.send)
-    loop.agents = bus.agents
-    loop.bus = bus
-    return loop.run(lambda frames, k: bus.run(frames), progress)
+    stats = loop.run(lambda frames, k, deadline: bus.run(frames), progress)
+    bus.run([loop.gp.ping()])   # link health from STATUS, as from boards
+    return stats

@@ -1,12 +1,12 @@
 """UART byte-stream transports: COBS frames (bus_protocol.framing) on a pty master fd
 or on a pyserial port. Optional line-rate emulation (`baud`): a write goes out when the
-line would have finished shifting the previous ones (10 bits per byte)."""
+line would have finished shifting the previous ones (bus_protocol.medium)."""
 import os
 import select
 import time
 from collections import deque
 
-from bus_protocol import framing
+from bus_protocol import framing, medium
 from host.transports.base import Transport
 
 
@@ -15,7 +15,7 @@ class _Stream(Transport):
         super().__init__()
         self.deframer = framing.Deframer()
         self.pending = deque()
-        self.s_per_byte = 10.0 / baud if baud else 0.0
+        self.s_per_byte = medium.uart_seconds(1, baud) if baud else 0.0
         self._line_free = 0.0
 
     def send(self, frame, writes=None):

@@ -7,7 +7,7 @@ import struct
 import time
 from collections import deque
 
-from bus_protocol import can_ids
+from bus_protocol import can_ids, medium
 from host.transports.base import Transport
 
 
@@ -57,15 +57,13 @@ class UdpTransport(Transport):
         dgram = struct.pack("<I", can_ids.can_id(frame[0], frame[1], dst)) + data
         if self.bitrate:
             now = time.perf_counter()
-            due = max(now, self._line_free) + (67 + 8 * len(data)) / self.bitrate
+            due = max(now, self._line_free) + medium.fd_frame_seconds(len(frame), self.bitrate)
             self._line_free = due
             while time.perf_counter() < due:
                 time.sleep(max(0.0, min(due - time.perf_counter(), 0.0005)))
-        targets = [a for k, a in enumerate(self.addrs) if k != self.me] if dst == 0xFF else \
-            ([self.addrs[dst]] if dst < len(self.addrs) else [])
-        for a in targets:
+        for k in medium.receivers(dst, self.me, len(self.addrs) - 1):
             try:
-                self.sock.sendto(dgram, a)
+                self.sock.sendto(dgram, self.addrs[k])
             except OSError:
                 pass   # nobody listening there (yet): a frame lost on the medium
         self.sent += 1

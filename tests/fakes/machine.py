@@ -104,8 +104,8 @@ class UART:
         self._rx = self._rx[n:]
         return out
 
-    def write(self, buf):
-        n = len(buf)
+    def write(self, buf, max_len=None):   # a MicroPython stream's write(buf[, max_len])
+        n = len(buf) if max_len is None else min(max_len, len(buf))
         if self.tx_limit is not None and n > self.tx_limit:
             n = self.tx_limit
         if self._peer is not None:

@@ -1,0 +1,116 @@
+"""`make mcu-bench`: one link agent behind its ChainNode on emulated Cortex-M boards.
+
+Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
+Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
+with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it, once with the
+modules frozen and once imported from .mpy files. Writes the figures into
+bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
+time = 1000 instructions under -icount shift=0.
+
+    MICROPY_SRC=path/to/micropython-src.tar.gz python benchmarks/mcu/mcu_bench.py [--only m4f]
+"""
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from host import mcu  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "bench", "results.json")
+PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll")
+# the issue's targets for the M4F build (instructions, bytes)
+TARGETS = {"k_hop": 20000, "goal_hop": 25000, "forward": 5000, "cycle": 60000,
+           "alloc_bytes_per_cycle": 0, "ram_mpy": 24 * 1024}
+
+
+def parse(text):
+    """mp_node_cycle.py's output -> {phase: instructions, alloc_bytes_per_cycle, ram, gc}."""
+    r = {}
+    for line in text.splitlines():
+        w = line.split()
+        if line.startswith("PHASE "):
+            r[w[1]] = int(round(float(w[2]) * 1000))
+        elif line.startswith("ALLOC per control cycle"):
+            r["alloc_bytes_per_cycle"] = int(w[-2])
+        elif line.startswith("RAM init "):
+            r["ram"] = int(w[2])
+        elif line.startswith("GC pause "):
+            r["gc_pause_max_instructions"] = int(w[2]) * 1000
+            r["heap_bytes"] = int(w[5])
+    missing = [k for k in PHASES + ("alloc_bytes_per_cycle", "ram", "gc_pause_max_instructions") if k not in r]
+    if missing:
+        raise mcu.McuError("the board printed no %s:\n%s" % (", ".join(missing), text[-2000:]))
+    return r
+
+
+def measure(name):
+    elf = mcu.build(name)
+    frozen = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
+    mpy = parse(mcu.run(name, elf, "import mp_node_cycle, mcu_mpy_files\n"
+                                   "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
+    out = {k: frozen[k] for k in PHASES + ("alloc_bytes_per_cycle", "gc_pause_max_instructions", "heap_bytes")}
+    out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"]}
+    return out
+
+
+def table(res):
+    names = [n for n in mcu.BUILDS if n in res]
+    rows = ["%-34s" % "instructions (1 us = 1000)" + "".join("%12s" % n for n in names) + "   target (m4f)"]
+
+    def row(label, get, target=""):
+        rows.append("%-34s" % label + "".join("%12d" % get(res[n]) for n in names) + "   " + target)
+    for p, label in zip(PHASES, ("SYNC + joint state", "kinematic hop K_{i-1} -> K_i",
+                                 "goal hop GOAL -> TORQUE", "forward a frame not for the node",
+                                 "whole cycle (sync + k + goal)", "idle poll round")):
+        row(label, lambda r, p=p: r[p], "<= %d" % TARGETS[p] if p in TARGETS else "")
+    row("bytes allocated per cycle", lambda r: r["alloc_bytes_per_cycle"], "0")
+    row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"])
+    row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])
+    row("longest GC pause (instructions)", lambda r: r["gc_pause_max_instructions"])
+    row("heap (bytes)", lambda r: r["heap_bytes"])
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=sorted(mcu.BUILDS), action="append")
+    ap.add_argument("--install", action="store_true",
+                    help="apt-get the missing Debian packages first (as root)")
+    a = ap.parse_args(argv)
+    lack = mcu.install() if a.install else mcu.missing()
+    if lack:
+        sys.exit("mcu-bench: missing " + "; ".join(lack))
+    res = {}
+    for name in a.only or list(mcu.BUILDS):
+        res[name] = measure(name)
+    results = {}
+    if os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            results = json.load(f)
+    results.setdefault("mcu", {}).update(res)
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+        f.write("\n")
+    print(table(results["mcu"]))
+    print("written to %s" % os.path.relpath(RESULTS, ROOT))
+    if all(b in results["mcu"] for b in mcu.BUILDS):
+        print(verdicts(results))
+
+
+def verdicts(results):
+    """The budget's verdict on real boards priced from these counts (host/budget.py)."""
+    from host import budget
+    rows = ["highest control rate, boards with their own joint I/O, UART ring / CAN-FD (linkteam budget --board)",
+            "%-16s %5s %-22s %10s %8s %8s" % ("board", "links", "bus", "max Hz", "120 Hz", "500 Hz")]
+    for board, n, bus, _, hz, fits in budget.board_verdicts(results):
+        rows.append("%-16s %5d %-22s %10.1f %8s %8s" % (board, n, bus, hz, "fits" if fits[120.0] else "NO",
+                                                        "fits" if fits[500.0] else "NO"))
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    main()

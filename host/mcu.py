@@ -1,0 +1,230 @@
+# The firmware on an emulated microcontroller: build MicroPython's QEMU port with
+# firmware/ and bus_protocol/ frozen in, boot it in QEMU with `-icount shift=0` and
+# type into its REPL. Used by `make mcu-bench` (benchmarks/mcu/mcu_bench.py) and
+# tests/test_mcu.py.
+#
+# Two builds (out-of-tree board directories under benchmarks/mcu/boards/):
+#   m4f     Cortex-M4F, single-precision FPU (STM32F4 class), QEMU mps2-an386
+#   m0plus  Cortex-M0+ code (ARMv6-M, RP2040's instruction set), QEMU mps2-an385
+# With -icount shift=0 QEMU advances virtual time by 1 ns per guest instruction and
+# the guest's SysTick (time.ticks_us) follows virtual time: 1 us = 1000 instructions,
+# identical on every machine and every run.
+#
+# The MicroPython source is a tarball named by MICROPY_SRC (no registry ships a tree
+# with ports/qemu); it is unpacked once into build/mcu/ and rebuilt incrementally.
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD_ROOT = os.path.join(ROOT, "build", "mcu")
+BOARDS_DIR = os.path.join(ROOT, "benchmarks", "mcu", "boards")
+
+# build name -> (board directory, QEMU machine, mpy-cross architecture)
+BUILDS = {
+    "m4f": ("M4F", "mps2-an386", "armv7emsp"),
+    "m0plus": ("M0PLUS", "mps2-an385", "armv6m"),
+}
+# 140 KB, the QEMU port's default heap; an RP2040's MicroPython heap is about 160 KB
+HEAP_BYTES = 143360
+# Debian packages that provide the tools (make mcu-bench installs them with apt-get)
+PACKAGES = ("qemu-system-arm", "gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "make")
+# packages frozen into the firmware and compiled to .mpy for the RAM measurement
+PACKAGES_FROZEN = ("firmware", "bus_protocol")
+# scripts frozen beside them: the cycle benchmark and the frame oracles of tests/test_mcu.py
+SCRIPTS = (("benchmarks", "mp_node_cycle.py"), ("tests", "mp_agent_cycle.py"), ("tests", "mp_node_stream.py"),
+           ("tests", "mp_framing_cases.py"))
+
+
+class McuError(Exception):
+    pass
+
+
+def missing():
+    """What is missing to build and run the emulated boards: [] when nothing.
+    Each entry names the tool and the Debian package that provides it."""
+    out = []
+    for tool, pkg in (("arm-none-eabi-gcc", "gcc-arm-none-eabi"),
+                      ("qemu-system-arm", "qemu-system-arm"), ("make", "make")):
+        if shutil.which(tool) is None:
+            out.append("%s (Debian package %s)" % (tool, pkg))
+    if shutil.which("arm-none-eabi-gcc") is not None:
+        libc = subprocess.run(["arm-none-eabi-gcc", "-print-file-name=libc.a"],
+                              capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(libc):
+            out.append("newlib for arm-none-eabi (Debian package libnewlib-arm-none-eabi)")
+    src = os.environ.get("MICROPY_SRC", "")
+    if not src:
+        out.append("MICROPY_SRC (a MicroPython v1.28 source tarball with ports/qemu)")
+    elif not os.path.isfile(src):
+        out.append("MICROPY_SRC=%s (no such file)" % src)
+    return out
+
+
+def install():
+    """apt-get the Debian packages where this machine allows it (root with apt-get);
+    returns what is still missing afterwards."""
+    lack = missing()
+    tools = [x for x in lack if not x.startswith("MICROPY_SRC")]
+    if tools and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q"] + list(PACKAGES)):
+            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False)
+        lack = missing()
+    return lack
+
+
+def _run(cmd, cwd=None, log=None):
+    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if log is not None:
+        with open(log, "a") as f:
+            f.write("$ %s\n%s\n" % (" ".join(cmd), r.stdout))
+    if r.returncode != 0:
+        raise McuError("%s failed (exit %d):\n%s" % (" ".join(cmd[:3]), r.returncode, r.stdout[-3000:]))
+    return r.stdout
+
+
+def source_tree():
+    """The MicroPython tree unpacked from MICROPY_SRC (once per tarball name)."""
+    src = os.environ.get("MICROPY_SRC", "")
+    if not os.path.isfile(src):
+        raise McuError("MICROPY_SRC must name a MicroPython source tarball, not %r" % src)
+    name = os.path.basename(src).split(".tar")[0]
+    dest = os.path.join(BUILD_ROOT, name)
+    stamp = os.path.join(dest, ".unpacked")
+    if not os.path.exists(stamp):
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        _run(["tar", "xzf", src, "-C", dest, "--strip-components=1"])
+        open(stamp, "w").close()
+    return dest
+
+
+def _sources(root):
+    """(package-relative path, absolute path) of every .py of the frozen packages."""
+    out = []
+    for pkg in PACKAGES_FROZEN:
+        for d, _, files in os.walk(os.path.join(root, pkg)):
+            if "__pycache__" in d:
+                continue
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    p = os.path.join(d, f)
+                    out.append((os.path.relpath(p, root), p))
+    return sorted(out)
+
+
+def _write_if_changed(path, text):
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old != text:
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def _mpy_files_module(tree, march, out_dir, log):
+    """mcu_mpy_files.py: every module of the frozen packages as .mpy bytes (compiled
+    for this build), so the board can import them from RAM like files from a
+    filesystem (benchmarks/mp_node_cycle.py ram_mpy)."""
+    mpy_cross = os.path.join(tree, "mpy-cross", "build", "mpy-cross")
+    lines = ["# generated by host/mcu.py: .mpy images of %s for -march=%s"
+             % (", ".join(PACKAGES_FROZEN), march), "FILES = {"]
+    for rel, path in _sources(ROOT):
+        mpy = os.path.join(out_dir, "mpy", rel[:-3] + ".mpy")
+        os.makedirs(os.path.dirname(mpy), exist_ok=True)
+        _run([mpy_cross, "-march=" + march, "-s", rel, "-o", mpy, path], log=log)
+        with open(mpy, "rb") as f:
+            lines.append("    %r: %r," % ("/" + rel[:-3] + ".mpy", f.read()))
+    lines.append("}")
+    _write_if_changed(os.path.join(out_dir, "mcu_mpy_files.py"), "\n".join(lines) + "\n")
+
+
+def build(name, jobs=2):
+    """Build (incrementally) the firmware of build `name`; returns the firmware.elf path."""
+    board, _, march = BUILDS[name]
+    tree = source_tree()
+    out = os.path.join(BUILD_ROOT, "build-" + name)
+    os.makedirs(out, exist_ok=True)
+    log = os.path.join(out, "build.log")
+    open(log, "w").close()
+    _run(["make", "-C", os.path.join(tree, "mpy-cross"), "-j%d" % jobs], log=log)
+    _mpy_files_module(tree, march, out, log)
+    manifest = ["# generated by host/mcu.py"]
+    for pkg in PACKAGES_FROZEN:
+        manifest.append("package(%r, base_path=%r)" % (pkg, ROOT))
+    for d, f in SCRIPTS:
+        manifest.append("module(%r, base_path=%r)" % (f, os.path.join(ROOT, d)))
+    manifest.append("module('mcu_mpy_files.py', base_path=%r)" % out)
+    _write_if_changed(os.path.join(out, "manifest.py"), "\n".join(manifest) + "\n")
+    libdir = os.path.join(out, "no-micropython-lib")   # the port wants one with a README.md
+    os.makedirs(libdir, exist_ok=True)
+    _write_if_changed(os.path.join(libdir, "README.md"), "micropython-lib is not used\n")
+    _run(["make", "-C", os.path.join(tree, "ports", "qemu"), "-j%d" % jobs, "BOARD=" + board,
+          "BOARD_DIR=" + os.path.join(BOARDS_DIR, board), "BUILD=" + os.path.join(out, "port"),
+          "FROZEN_MANIFEST=" + os.path.join(out, "manifest.py"), "MPY_LIB_DIR=" + libdir,
+          "MICROPY_HEAP_SIZE=%d" % HEAP_BYTES,
+          # computed goto in the VM, as the stm32 and rp2 ports build it
+          "CFLAGS_EXTRA=-DMICROPY_OPT_COMPUTED_GOTO=1"], log=log)
+    return os.path.join(out, "port", "firmware.elf")
+
+
+def run(name, elf, code, timeout=600):
+    """Boot firmware `elf` of build `name` in QEMU (-icount shift=0), type `code` (lines
+    of Python) into its REPL, reset the board; returns what it printed after the banner.
+    Raises McuError on a timeout or a traceback."""
+    _, machine, _ = BUILDS[name]
+    lines = [ln for ln in code.strip().splitlines()] + ["import machine", "machine.reset()"]
+    cmd = ["qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "null",
+           "-semihosting", "-icount", "shift=0", "-serial", "stdio", "-kernel", elf]
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = b""
+    try:
+        # the REPL reads its UART a byte at a time; one line per write, each echoed back
+        # before the next, so nothing overruns the emulated UART's receive FIFO
+        out += _read_until(p, b">>> ", t0, timeout)
+        for ln in lines:
+            p.stdin.write(ln.encode() + b"\r")
+            p.stdin.flush()
+            if ln == "machine.reset()":
+                break
+            out += _read_until(p, b">>> ", t0, timeout)
+        out += p.communicate(timeout=max(1.0, timeout - (time.monotonic() - t0)))[0]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise McuError("QEMU (%s) did not finish within %d s; the board printed:\n%s"
+                       % (name, timeout, out.decode("utf-8", "replace")[-2000:]))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")
+    if "Traceback" in text:
+        raise McuError("the board (%s) raised:\n%s" % (name, text[-3000:]))
+    return text
+
+
+def _read_until(p, marker, t0, timeout):
+    buf = b""
+    fd = p.stdout.fileno()
+    while not buf.endswith(marker):
+        left = timeout - (time.monotonic() - t0)
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise McuError("QEMU did not finish within %d s; the board printed:\n%s"
+                           % (timeout, buf.decode("utf-8", "replace")[-2000:]))
+        c = os.read(fd, 4096)
+        if not c:
+            raise McuError("QEMU exited early:\n%s" % buf.decode("utf-8", "replace")[-3000:])
+        buf += c
+    return buf
+
+
+if __name__ == "__main__":   # python -m host.mcu m4f: build, then a REPL line from argv
+    b = sys.argv[1] if len(sys.argv) > 1 else "m4f"
+    print(run(b, build(b), " ".join(sys.argv[2:]) or "print('hello')"))

@@ -1,0 +1,294 @@
+"""The wall-clock half of a run, shared by every runner whose agents are elsewhere
+(processes, HIL; docs/design.md §6, §13):
+
+  Schedule       when tick k opens and when its torques are due; the only owner of that
+                 schedule. ControlLoop.run opens each tick through it and hands the
+                 exchange the tick's deadline; the exchange gives back the VM pause it
+                 absorbed (desktop emulation only), which moves the schedule.
+  make_exchange  one cycle on a transport: send the host's frames, take in frames for
+                 the host until every torque is in or the deadline passes.
+  realtime_host  the host process as a real-time loop while a run lasts.
+
+What only the desktop emulation needs (node priorities, VM-pause sentinels) is in
+runners/desktop.py and comes in through make_exchange's `sending` and `pauses`."""
+import contextlib
+import gc
+import os
+import select
+import sys
+import time
+
+from bus_protocol import messages as m
+from host.runners.base import Aborted
+
+HOST_LATE_S = 0.001   # a tick the host opens later than this is a late host tick
+LATE_CYCLES_KEPT = 50
+
+
+class Schedule:
+    """Tick k opens at wall0 + t_k; its torques are due when tick k+1 opens.
+
+    world_waits (a simulated plant): when the host opens a tick late (its plant step, a
+    stall of the host process, also one that keeps it from waking on time) the simulated
+    world waits for it: the schedule moves and the bus keeps its whole period. Counted
+    in late_host_ticks / host_lag_max_ms, apart from missed cycles; a wake-up late by
+    under HOST_LATE_S only shortens that tick's period. Without it (a real plant, HIL
+    --real-plant) the arm does not wait: the schedule stays and a late tick is only
+    counted. `slowdown`: wall seconds per simulated second (above 1: a relaxed control
+    rate for a machine too busy for the scenario's own; the agents' watchdog_ms must
+    allow for it). `now` and `sleep` are the clock (time.perf_counter and time.sleep;
+    tests give a scripted one)."""
+
+    def __init__(self, stats, world_waits=True, slowdown=1.0, now=time.perf_counter, sleep=time.sleep):
+        self.stats = stats
+        self.world_waits = world_waits
+        self.slowdown = slowdown
+        self.now = now
+        self.sleep = sleep
+        self.wall0 = None
+        stats.clock = "wall"
+
+    def open(self, t, t_next):
+        """Wait until tick time t (s of the run); return the wall time its torques are due."""
+        t, t_next = t * self.slowdown, t_next * self.slowdown
+        now = self.now()
+        if self.wall0 is None:
+            self.wall0 = now - t
+        lag = self.wall0 + t - now
+        if lag > 0:
+            self.sleep(lag)
+            lag = self.wall0 + t - self.now()   # below 0: it woke late
+            if lag > -HOST_LATE_S:
+                lag = 0.0
+        if lag < 0:
+            if -lag > HOST_LATE_S:
+                self.stats.late_host_ticks += 1
+            self.stats.host_lag_max_ms = max(self.stats.host_lag_max_ms, -lag * 1e3)
+            if self.world_waits:
+                self.wall0 -= lag
+        return self.wall0 + t_next
+
+    def move(self, paused):
+        """A VM pause of `paused` s that the tick's deadline absorbed moves every later tick."""
+        if paused > 0:
+            self.wall0 += paused
+            self.stats.vm_pauses["ticks_moved"] += 1
+            self.stats.vm_pauses["moved_ms"] = round(self.stats.vm_pauses["moved_ms"] + paused * 1e3, 2)
+
+
+def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
+                  pauses=None, timeout=5.0):
+    """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
+    what comes back to the goal process until every torque of tick k is in or `deadline`
+    (perf_counter s) passes; deadline None (lockstep) waits for every torque, up to
+    `timeout` (the scenario's patience: stats.wait_with_patience), then aborts or, with
+    on_patience "hold", leaves the missing torques held (stats.patience_ran_out). `health()` raises if a node is gone. With `io` (processes.JointIO) joint
+    states go out and torque reports come back on the joint wires, the bus carries the rest.
+    Desktop emulation only: `sending` is held while the host sends, `pauses`
+    (desktop.VmPauses) tells how long the emulated world stood still."""
+    perf_counter = time.perf_counter
+    if io is not None:
+        poller = select.poll()
+        for fd in transport.read_fds():
+            poller.register(fd, select.POLLIN)
+        poller.register(io.fileno(), select.POLLIN)
+
+        def recv(wait):   # one bus frame or None; torque reports on the way
+            f = transport.recv(0)
+            if f is None:
+                for r in io.recv_all():
+                    gp.on_frame(r)
+                if gp.complete:
+                    return None
+                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
+                f = transport.recv(0)
+            for r in io.recv_all():
+                gp.on_frame(r)
+            return f
+    else:
+        recv = transport.recv
+    sched = HostSchedstat()
+
+    def exchange(frames, k, deadline):
+        t0 = perf_counter()
+        t_goal = None
+        paused = 0.0
+        sched0 = sched.read()
+        with sending():
+            if io is not None:
+                for f in frames:
+                    if f[0] == m.JOINT_STATE:
+                        io.send(f)
+                frames = [f for f in frames if f[0] != m.JOINT_STATE]
+            transport.send_batch(frames)
+        gp.prepare()   # off the critical path: the kinematic wave is running now
+        limit = t0 + timeout
+        if deadline is not None:
+            stats.tick_budget_ms.append((deadline - t0) * 1e3)
+        while True:
+            if gp.complete:
+                stats.bus_cycle_ms.append((perf_counter() - t0) * 1e3)
+                if t_goal is not None:
+                    stats.goal_sent_ms.append((t_goal - t0) * 1e3)
+                return paused
+            now = perf_counter()
+            if deadline is not None:
+                if now >= deadline and pauses is not None:
+                    # the emulated world stood still while a vCPU was paused (desktop.py):
+                    # the deadline, and the schedule after it, move by that much
+                    lost = pauses.lost(t0, now)
+                    if lost > paused:
+                        deadline += lost - paused
+                        paused = lost
+                        continue
+                if now >= deadline:
+                    if health:
+                        health()
+                    if len(stats.late_cycles) < LATE_CYCLES_KEPT:   # what the late cycle was waiting for
+                        run_ms, runq_ms = sched.since(sched0)
+                        stats.late_cycles.append({
+                            "tick": k, "goal_sent_ms": None if t_goal is None else round((t_goal - t0) * 1e3, 2),
+                            "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
+                            "vm_paused_ms": round(paused * 1e3, 2),
+                            "host_oncpu_ms": run_ms, "host_runq_ms": runq_ms,
+                            "host_woke_late_ms": round((perf_counter() - deadline) * 1e3, 2),
+                            "deadline_ms": round((deadline - t0) * 1e3, 2)})
+                        if pauses is not None:
+                            stats.late_cycles[-1]["sentinel_wakeups_ms"] = pauses.wakeups_since(t0)
+                    return paused
+                wait = deadline - now
+            else:
+                if now >= limit:
+                    if health:
+                        health()
+                    missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
+                    if stats.patience_ran_out(missing):
+                        return paused   # hold: the missing links' last torques stay on
+                    raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
+                                  % (k, missing, timeout))
+                wait = limit - now
+            f = recv(wait)
+            if f is None or len(f) < 3 or f[2] != m.HOST:
+                continue
+            out = gp.on_frame(f)
+            if out:   # the goal batch (rebroadcast assertions, GOAL)
+                with sending():
+                    transport.broadcast_batch(out)
+                t_goal = perf_counter()
+    return exchange
+
+
+def reset_links(transport, lockstep):
+    """COMMAND RESET to every link before the first tick: a fresh run, and its clock
+    (arg 1: synthetic, no time passes between SYNCs, so the links' silent-bus watchdog
+    is off and a host or link held up between or within ticks changes nothing)."""
+    transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
+
+
+def collect_status(gp, transport, timeout=2.0):
+    """After the last tick: PING every node and take in frames for the host until every
+    node's STATUS is in (link health for the summary) or `timeout` s pass."""
+    transport.send(gp.ping())
+    end = time.perf_counter() + timeout
+    while len(gp.status) < gp.n and time.perf_counter() < end:
+        f = transport.recv(max(0.0, end - time.perf_counter()))
+        if f is not None and len(f) > 2 and f[2] == m.HOST:
+            gp.on_frame(f)
+
+
+class HostSchedstat:
+    """The host thread's own scheduling (/proc/thread-self/schedstat: ns on the CPU, ns
+    runnable but waiting for it): tells a late cycle in which the host itself could not
+    run from one in which it slept waiting for the links. (0, 0) where there is no such file."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def read(self):
+        if self.fd is None:
+            return (0, 0)
+        f = os.pread(self.fd, 64, 0).split()
+        return (int(f[0]), int(f[1]))
+
+    def since(self, before):
+        now = self.read()
+        return round((now[0] - before[0]) * 1e-6, 2), round((now[1] - before[1]) * 1e-6, 2)
+
+    def __del__(self):
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+class cpu_latency_qos:
+    """Hold the kernel's CPU wake-up latency request (PM QoS, /dev/cpu_dma_latency) at
+    0 us for the run, as cyclictest and real-time Linux setups do: idle CPUs then poll
+    instead of halting. On a VM a halted vCPU is woken by the hypervisor, which took
+    ~1 ms per wake-up on the 2-vCPU test VM (a 1 ms SCHED_FIFO sleeper overshot by
+    over 0.3 ms 460-490 times in 10 s per CPU halting, 2-12 times polling). The request
+    ends when the file is closed. `held` says whether the kernel took it (root, Linux)."""
+
+    def __init__(self, path="/dev/cpu_dma_latency"):
+        self.path = path
+        self.fd = None
+
+    @property
+    def held(self):
+        return self.fd is not None
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY)
+            os.write(self.fd, (0).to_bytes(4, sys.byteorder))
+        except OSError:
+            self.__exit__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class realtime_host:
+    """The host as a real-time loop while a wall-clock run lasts: the cyclic garbage
+    collector off (its pauses grow with the recorded time series and would land inside
+    control periods; reference counting still frees everything the loop allocates), CPU
+    wake-up latency held at 0 (cpu_latency_qos) and, where allowed, SCHED_FIFO at
+    `priority` so its tick sleeps end on time. stats.cpu_latency_qos says whether the
+    latency request was taken; `fifo` whether the host runs SCHED_FIFO."""
+
+    def __init__(self, stats, priority):
+        self.stats = stats
+        self.priority = priority
+        self.qos = cpu_latency_qos()
+        self.fifo = False
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        self.stats.cpu_latency_qos = self.qos.__enter__().held
+        self.policy = None
+        try:
+            self.policy = (os.sched_getscheduler(0), os.sched_getparam(0))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
+            self.fifo = True
+        except (OSError, AttributeError):
+            self.policy = None
+        return self
+
+    def __exit__(self, *exc):
+        self.qos.__exit__()
+        if self.policy is not None:
+            try:
+                os.sched_setscheduler(0, self.policy[0], self.policy[1])
+            except OSError:
+                pass
+        self.fifo = False
+        gc.unfreeze()
+        if self.was:
+            gc.enable()

@@ -1,0 +1,52 @@
+# The byte loops of bus_protocol (COBS encode/decode, cut-through peek/find/put, the run
+# splitter, CRC-16) on pseudo-random frames, clean and corrupted. Prints one line per
+# case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper) and
+# under CPython (the pure-Python loops, the reference) and compares the lines.
+from array import array
+
+from bus_protocol import framing
+from bus_protocol import messages as m
+
+_seed = [12345]
+
+
+def rnd(k):
+    """0..k-1 from a 31-bit LCG: the same sequence on every Python."""
+    _seed[0] = (_seed[0] * 1103515245 + 12345) & 0x7FFFFFFF
+    return (_seed[0] >> 8) % k
+
+
+def hx(b):
+    return "".join("%02x" % x for x in b)
+
+
+def main(cases=150):
+    _seed[0] = 12345
+    for t in range(cases):
+        n = rnd(300)
+        data = bytearray(n)
+        for i in range(n):
+            data[i] = (0, 1, 255)[rnd(3)] if rnd(4) == 0 else rnd(256)
+        wire = bytearray(n + n // 254 + 2)
+        k = framing.cobs_encode_into(data, n, wire)
+        run = bytearray(wire[:k - 1])
+        if rnd(3) == 0 and k > 2:
+            run[rnd(k - 1)] = rnd(256)           # corrupt one byte
+        cap = (64, n, n + 5, 300)[rnd(4)]
+        out = bytearray(cap)
+        i = rnd(3) if len(run) > 2 else 0
+        r = framing.cobs_decode_into(run, i, len(run), out)
+        peek = framing.cobs_peek(run, 0, len(run), rnd(8))
+        z = framing.find0(run, i, len(run))
+        tx = bytearray(len(run) + 1)
+        e = framing.put(tx, 0, run, i | (len(run) << 16))
+        acc = bytearray(80)
+        st = array("i", (0, 0))
+        j = framing.split_into(wire, 0, k, acc, st)
+        print("C%d %d %s %d %s %d %d %d %s %d %d %d %04x" % (
+            t, k, hx(wire[:k]), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
+            j, st[0], st[1], m.crc16(data, n)))
+
+
+if __name__ == "__main__":
+    main()

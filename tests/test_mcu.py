@@ -1,0 +1,109 @@
+"""The firmware on emulated microcontrollers (host/mcu.py: MicroPython's QEMU port with
+firmware/ and bus_protocol/ frozen in): it boots, and one agent cycle of a 4-link chain
+(tests/mp_agent_cycle.py) sends the same frames as under CPython and the unix port.
+
+Needs qemu-system-arm, arm-none-eabi-gcc with newlib and MICROPY_SRC (a MicroPython
+source tarball; `make test` and .ci/run provide them); otherwise skipped."""
+import contextlib
+import io
+
+import pytest
+
+from bus_protocol import messages as m
+from host import mcu
+from tests import mp_agent_cycle as cyc
+from tests import mp_framing_cases, mp_node_stream
+from tests.conftest import REPO, run_micropython
+
+_LACK = mcu.missing()
+pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
+
+# Both builds compute in single precision (MicroPython's float on these ports is a
+# float32, as on the stm32 and rp2 ports), CPython and the unix port in double and round
+# to float32 only when packing. Every float on the wire comes out of at most ~120
+# operations (4 links x ~30 for K_i, the proxy and assertion sums of the torque), each
+# rounding by at most 2**-24 (6e-8) of operands no larger than ~50 (torques of these
+# gains; positions < 2 m): 120 * 6e-8 * 50 = 3.6e-4 absolute at worst. A wrong term
+# (a sign, a swapped axis, a missed assertion) moves a value by >= 1e-2.
+ATOL = 4e-4
+
+
+@pytest.fixture(scope="session")
+def firmware():
+    """Build once per session (incremental in build/mcu/, kept between runs)."""
+    return {name: mcu.build(name) for name in mcu.BUILDS}
+
+
+def _frames(text):
+    frames = [bytes.fromhex(line.split()[1]) for line in text.splitlines() if line.startswith("FRAME ")]
+    torques = [[float(x) for x in line.split()[1:]] for line in text.splitlines() if line.startswith("U ")]
+    return frames, torques
+
+
+def _stdout(fn):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        fn()
+    return buf.getvalue()
+
+
+def _cpython():
+    return _stdout(cyc.run)
+
+
+def _values(frame):
+    """The frame's payload values, each float as the float32 the wire carries."""
+    msg = m.Decoder().decode(frame)
+    assert msg is not None, "a frame the board sent does not decode: %s" % frame.hex()
+    return msg
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_agent_cycle_frames_on_emulated_mcu_match_cpython_and_unix_port(firmware, name):
+    board = mcu.run(name, firmware[name], "import mp_agent_cycle\nmp_agent_cycle.run()", timeout=300)
+    assert "MicroPython" in board and "Cortex-M" in board, "the board did not boot:\n" + board[-1000:]
+    ref = _cpython()
+    unix = run_micropython(open(REPO / "tests" / "mp_agent_cycle.py").read().replace(
+        "__file__", repr(str(REPO / "tests" / "mp_agent_cycle.py"))))
+    assert unix.splitlines() == ref.splitlines()   # the desktop pair is bit-identical
+    got, u_got = _frames(board)
+    want, u_want = _frames(ref)
+    assert len(want) >= 3 * cyc.N and len(got) == len(want)
+    identical = 0
+    for g, w in zip(got, want):
+        mg, mw = _values(g), _values(w)
+        assert mg[:4] == mw[:4], "type, src, dst, seq"
+        if mg[4] == mw[4]:
+            assert g == w          # same float32 values: the same bytes, CRC included
+            identical += 1
+            continue
+        for a, b in zip(mg[4], mw[4]):
+            if isinstance(b, float):
+                assert abs(a - b) <= ATOL, (m.NAMES[mw[0]], mg[4], mw[4])
+            else:
+                assert a == b, (m.NAMES[mw[0]], mg[4], mw[4])
+    assert identical >= 1     # SYNC-tick frames without floats at least
+    assert len(u_got) == cyc.N
+    for a, b in zip(u_got, u_want):
+        assert a[0] == b[0] and all(abs(x - y) <= ATOL for x, y in zip(a[1:], b[1:])), (a, b)
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
+    """The node's receive path with the Thumb-assembly loops (bus_protocol/thumb.py):
+    every read split gives what CPython's pure-Python loops give (integers only: exact)."""
+    board = mcu.run(name, firmware[name], "import mp_node_stream\nmp_node_stream.main()", timeout=600)
+    want = [ln for ln in _stdout(mp_node_stream.main).splitlines()]
+    got = [ln for ln in board.splitlines() if ln.startswith(("DOWN", "UP", "GOT", "DROPPED", "DIFFERS"))]
+    assert got == want
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
+    """COBS, peek/find/put, the run splitter and the CRC in Thumb assembly and viper on
+    the boards give what framing.py's and messages.py's pure-Python loops give under
+    CPython, on clean and corrupted pseudo-random frames."""
+    board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()", timeout=600)
+    got = [ln for ln in board.splitlines() if ln.startswith("C")]
+    want = _stdout(mp_framing_cases.main).splitlines()
+    assert len(want) == 150 and got == want
