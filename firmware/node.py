@@ -19,7 +19,7 @@ _POOL = 8
 
 
 class ChainNode:
-    """UART daisy chain (DESIGN 1): `up` leads toward the base and the host, `down` toward
+    """UART daisy chain (docs/design.md §1): `up` leads toward the base and the host, `down` toward
     the tip (None on the last link of a plain chain). Routing by destination address:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up

@@ -1,4 +1,4 @@
-"""Scenario loading (DESIGN 8): a TOML file -> a validated `Scenario`.
+"""Scenario loading (docs/design.md §8): a TOML file -> a validated `Scenario`.
 
 Every field is declared once in SCHEMA with its type, default and range; a missing,
 unknown or out-of-range field is a `ScenarioError` naming the file, the line and the
