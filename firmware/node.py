@@ -24,7 +24,7 @@ class ChainNode:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
       agent out: dst > link -> down; else up; BROADCAST -> both.
-    With `ring` the tip's down port is a return wire to the host (hardware/rp2040-uart-node.md):
+    With `ring` the tip's down port is a return wire to the host (hardware/wiring.md):
     frames for the host go down on every node and leave the tip straight to the host,
     so K_N, assertions and reports cross one wire instead of N base-ward hops; the tip
     passes nothing else onto it. The host also sends its goal (the assertions it
