@@ -1,9 +1,9 @@
-# CAN / CAN-FD addressing, FD padding and classic-CAN fragmentation (DESIGN §1, §6;
+# CAN / CAN-FD addressing, FD padding and classic-CAN fragmentation (docs/design.md §1, §6;
 # SPEC.md "CAN"). Runs unchanged under CPython and MicroPython; never touches a port.
 #
 # 29-bit extended id:  priority(3) << 26 | mtype(8) << 16 | src(8) << 8 | dst(8)
 # Lower id wins arbitration, so SYNC beats the control-cycle traffic, which beats
-# status/config/log (DESIGN §6: the bus budget must fit inside one control period).
+# status/config/log (docs/design.md §6: the bus budget must fit inside one control period).
 from bus_protocol import messages as m
 
 try:

@@ -1,4 +1,4 @@
-# Message ids, payload layouts, CRC and the binary codec (DESIGN §1, §2, §6; SPEC.md).
+# Message ids, payload layouts, CRC and the binary codec (docs/design.md §1, §2, §6; SPEC.md).
 # Runs unchanged under CPython and MicroPython: no typing/dataclasses/enum, `struct`
 # only through pack_into/unpack_from/calcsize, tables built once at import.
 #
@@ -51,7 +51,7 @@ CMD_RESET = const(3)
 CMD_PING = const(4)
 CMD_CONFIG_APPLY = const(5)
 
-# ASSERT.kind values (DESIGN §5: RMOA couplets; gravity assertions)
+# ASSERT.kind values (docs/design.md §5: RMOA couplets; gravity assertions)
 KIND_RMOA = const(1)
 KIND_GRAVITY = const(2)
 

@@ -1,4 +1,4 @@
-# The link agent (DESIGN 5-6): sense -> kinematic bus step -> behaviours -> arbitrate
+# The link agent (docs/design.md §5-6): sense -> kinematic bus step -> behaviours -> arbitrate
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
@@ -44,7 +44,7 @@ class LinkAgent:
         grav = beh.get("gravity")
         g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
         self.g = g
-        # own weight couplet force m*g (DESIGN 5, gravity compensation by assertion);
+        # own weight couplet force m*g (docs/design.md §5, gravity compensation by assertion);
         # asserting -m*g means "apply the force that holds the weight up".
         self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
             -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
@@ -145,7 +145,7 @@ class LinkAgent:
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
             self.ident.est.on_ident(src, v)
 
-    # ---- one cycle (DESIGN 6) ------------------------------------------------------
+    # ---- one cycle (docs/design.md §6) ------------------------------------------------------
     def on_sync(self, tick):
         """Step 2: sample the joint; check the watchdog and the sensor."""
         self.t_sync = self.hal.ticks_us()

@@ -1,4 +1,4 @@
-# Fail-safe triggers (DESIGN 5 "Fail-safe brake", 7.271-7.273); the agent states and
+# Fail-safe triggers (docs/design.md §5 "Fail-safe brake", 7.271-7.273); the agent states and
 # fault bits they set are bus_protocol.states.
 from bus_protocol.states import (BRAKED, F_COMMAND, F_CONFIG, F_ENCODER_JUMP,  # noqa: F401
                                  F_LOST_BUS, F_OVERSPEED, F_SENSOR, F_STALL, INIT, RUN)

@@ -115,6 +115,41 @@ def _add_thesis_commands(sub):
     n.set_defaults(fn=cmd_animate)
 
 
+# ---- gain tuning on Optuna (issue 17) --------------------------------------------------
+def cmd_tune(a):
+    from host import tune
+    try:
+        return tune.main(a)
+    except ValueError as e:
+        sys.stderr.write("linkteam tune: %s\n" % e)
+        return 2
+
+
+def _kg_list(text):
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _add_tune_command(sub):
+    t = sub.add_parser("tune", help="tune RMDAC gains with an Optuna study that several workers share; "
+                       "report thesis vs tuned gains on training and held-out scenarios")
+    t.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="training scenarios")
+    t.add_argument("--trials", type=int, required=True, help="trials this invocation adds to the study")
+    t.add_argument("--timeout", type=float, help="seconds after which no worker starts another trial")
+    t.add_argument("--workers", type=int, default=1, help="worker processes (each joins the study)")
+    t.add_argument("--out", help="output directory: study journal, gains.toml, report.md, plots (default tune/)")
+    t.add_argument("--storage", help="study storage: a journal file path (default OUT/study.journal; "
+                   "shared file system = shared study) or an RDB URL, e.g. postgresql://user:pw@host/db")
+    t.add_argument("--study", help="study name (default linkteam-tune); workers with the same name and storage join it")
+    t.add_argument("--space", help="TOML file changing the search space (see host/tune.py load_space)")
+    t.add_argument("--validate", nargs="+", metavar="SCENARIO", default=[], help="held-out scenarios for the report")
+    t.add_argument("--payloads", type=_kg_list, metavar="KG,...", help="also report the first training "
+                   "scenario with these payload masses")
+    t.add_argument("--objective", choices=("mean", "worst"), default="mean")
+    t.add_argument("--robust", action="store_true", help="also train on the first scenario with payload 0, payload x2 and half the control rate")
+    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every thesis row")
+    t.set_defaults(fn=cmd_tune)
+
+
 def cmd_flash(a):
     from host import flash
     sc = load(a.scenario)
@@ -241,6 +276,7 @@ def main(argv=None):
     o.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the node's log to appear")
     o.set_defaults(fn=cmd_console)
     _add_thesis_commands(sub)
+    _add_tune_command(sub)
     n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
                        "start pose) -> experiments/ENVELOPE.md and a heat map")
     n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")

@@ -1,4 +1,4 @@
-"""The host's part of one control cycle (DESIGN 6), independent of the transport:
+"""The host's part of one control cycle (docs/design.md §6), independent of the transport:
 it opens the cycle (SYNC, base packet K_0), turns the end-effector packet K_N into the
 global goal with RMDAC, rebroadcasts the agents' assertions ahead of the goal, and
 collects the torques. Runners only move the bytes this produces and consumes."""

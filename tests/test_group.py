@@ -42,6 +42,16 @@ def test_grouped_nodes_track_like_inprocess(bus, grouping, tmp_path):
                         bus=bus, lockstep=True, grouping=grouping)
     assert s["status"] == "ok" and s["grouping"] == group_name(node_groups(10, grouping))
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=1e-6)
+    # every link says which node process hosts it (group.py's ready line; LOG frames cut it
+    # at 56 characters): the grouping asked for, not one process per link
+    log = (tmp_path / "grouped" / "run.log").read_text()
+    ready = dict((int(line.split()[2].rstrip(":")), line) for line in log.splitlines()
+                 if line.startswith("ready: link "))
+    first = 1
+    for size in grouping:
+        assert "(node of links %d-%d" % (first, first + size - 1) in ready[first]
+        assert all("(node of links %d-" % first in ready[i] for i in range(first, first + size))
+        first += size
 
 
 def test_cli_checks_the_grouping_before_any_node_starts(capsys):

@@ -102,6 +102,33 @@ def test_spatial_payload_identified_with_all_ten_parameters():
     assert math.dist([x / th[0] for x in th[1:4]], [0.0, 0.03, 0.06]) < 0.01   # centroid
 
 
+def test_identified_payload_goes_into_the_weight_assertion():
+    """Not told of the load, the last link's weight assertion carries the estimated mass
+    once the estimate is in use: at the end of a 2 s run -(m_link + m_hat) g, m_hat near
+    the plant's 3 kg (the link alone would assert 0.5 kg)."""
+    sc = scenario.load(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
+    assert "load" not in sc.agent_configs[-1]
+    sc.duration = 2.0
+    loop = ControlLoop(sc, "inprocess")
+    asserts = []
+    rx = loop.gp.on_frame
+
+    def tap(f):
+        d = m.Decoder().decode(f)
+        if d and d[0] == m.ASSERT and d[4][1] == sc.n:
+            asserts.append(d[4][8])
+        return rx(f)
+    loop.gp.on_frame = tap
+    bus = inprocess.LoopbackBus([], loop.gp.on_frame)
+    bus.agents = inprocess.make_agents(sc, bus.send)
+    loop.agents = bus.agents
+    assert loop.run(lambda fr, k, deadline: bus.run(fr)).status == "ok"
+    m_hat = loop.agents[-1].ident.est.theta[0]
+    assert asserts[0] == pytest.approx(0.5 * 9.81, rel=1e-6)          # before the estimate is used
+    assert asserts[-1] == pytest.approx((0.5 + m_hat) * 9.81, rel=1e-3)
+    assert abs(m_hat - 3.0) < 0.15
+
+
 def test_known_payload_goes_into_the_weight_assertion():
     """Told of the load, the last link asserts the weight of itself and the load at p_N:
     the force is -(m_link + m_load) g."""

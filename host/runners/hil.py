@@ -1,4 +1,4 @@
-"""Hardware in the loop (DESIGN 13): boards run the agents (flashed with `linkteam
+"""Hardware in the loop (docs/design.md §13): boards run the agents (flashed with `linkteam
 flash`); the host runs RMDAC and, unless --real-plant, the plant, feeding joint states
 (JOINT_STATE) to the boards and applying their torques. Wall clock, as in processes.
 

@@ -1,4 +1,4 @@
-"""Desktop multi-process runner (DESIGN 13): one real `micropython` process per link
+"""Desktop multi-process runner (docs/design.md §13): one real `micropython` process per link
 running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
 
   uart: a daisy chain of AF_UNIX socketpairs (wire="socket", the default) or pty pairs
