@@ -7,7 +7,8 @@
 # Prints "AGENT-FUZZ ok N <n> good <g> bad <b> faults <latched bits seen> nan_torques 0".
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
+if "__file__" in globals():   # run as a file: the repository on sys.path
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
 
 from bus_protocol import messages as m      # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402

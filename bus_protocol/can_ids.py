@@ -1,9 +1,9 @@
-# CAN / CAN-FD addressing, FD padding and classic-CAN fragmentation (DESIGN §1, §6;
+# CAN / CAN-FD addressing, FD padding and classic-CAN fragmentation (docs/design.md §1, §6;
 # SPEC.md "CAN"). Runs unchanged under CPython and MicroPython; never touches a port.
 #
 # 29-bit extended id:  priority(3) << 26 | mtype(8) << 16 | src(8) << 8 | dst(8)
 # Lower id wins arbitration, so SYNC beats the control-cycle traffic, which beats
-# status/config/log (DESIGN §6: the bus budget must fit inside one control period).
+# status/config/log (docs/design.md §6: the bus budget must fit inside one control period).
 from bus_protocol import messages as m
 
 try:
@@ -13,9 +13,9 @@ except ImportError:  # CPython
         return x
 
 # Priority per type id (index = mtype); None = unknown type.
-PRIORITY = (None, 0, 2, 1, 1, 2, 2, 4, 6, 3, 7)
+PRIORITY = (None, 0, 2, 1, 1, 2, 2, 4, 6, 3, 7, 5, 4, 5)
 #         SYNC=0, JOINT_STATE=2, KINEMATIC=1, GOAL=1, ASSERT=2, TORQUE=2,
-#         STATUS=4, CONFIG=6, COMMAND=3, LOG=7
+#         STATUS=4, CONFIG=6, COMMAND=3, LOG=7, IDENT=5, ESTIMATE=4, TIMING=5
 
 ID_MASK = const(0x1FFFFFFF)
 

@@ -1,4 +1,4 @@
-# UART byte-stream framing: COBS with a 0x00 delimiter (DESIGN §1; SPEC.md "UART").
+# UART byte-stream framing: COBS with a 0x00 delimiter (docs/design.md §1; SPEC.md "UART").
 # A logical frame (messages.py) of <= 64 bytes becomes <= 65 COBS bytes + 0x00.
 # Runs unchanged under CPython and MicroPython; never touches a port.
 

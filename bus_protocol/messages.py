@@ -1,4 +1,4 @@
-# Message ids, payload layouts, CRC and the binary codec (DESIGN §1, §2, §6; SPEC.md).
+# Message ids, payload layouts, CRC and the binary codec (docs/design.md §1, §2, §6; SPEC.md).
 # Runs unchanged under CPython and MicroPython: no typing/dataclasses/enum, `struct`
 # only through pack_into/unpack_from/calcsize, tables built once at import.
 #
@@ -35,10 +35,14 @@ STATUS = const(0x07)
 CONFIG = const(0x08)
 COMMAND = const(0x09)
 LOG = const(0x0A)
+IDENT = const(0x0B)      # identification row of a window link, to the last link
+ESTIMATE = const(0x0C)   # the last link's load estimate, to the host
+TIMING = const(0x0D)     # a node's completion history of its last 12 cycles, to the host
 
 NAMES = {SYNC: "SYNC", JOINT_STATE: "JOINT_STATE", KINEMATIC: "KINEMATIC",
          GOAL: "GOAL", ASSERT: "ASSERT", TORQUE: "TORQUE", STATUS: "STATUS",
-         CONFIG: "CONFIG", COMMAND: "COMMAND", LOG: "LOG"}
+         CONFIG: "CONFIG", COMMAND: "COMMAND", LOG: "LOG", IDENT: "IDENT",
+         ESTIMATE: "ESTIMATE", TIMING: "TIMING"}
 
 # COMMAND.cmd values
 CMD_BRAKE = const(1)
@@ -49,7 +53,7 @@ CMD_CONFIG_APPLY = const(5)
 CMD_NODE_OUT = const(6)     # host -> all: link `arg` is out of the team (braked, bridged)
 CMD_NODE_IN = const(7)      # host -> all: link `arg` is back in the team
 
-# ASSERT.kind values (DESIGN §5: RMOA couplets; gravity assertions)
+# ASSERT.kind values (docs/design.md §5: RMOA couplets; gravity assertions)
 KIND_RMOA = const(1)
 KIND_GRAVITY = const(2)
 
@@ -81,6 +85,9 @@ _FMT = (
     "",            # CONFIG      offset u16, total u16, data[<=52]
     "<Bf",         # COMMAND     cmd, arg
     "",            # LOG         text[<=56]
+    "<I13f",       # IDENT       tick, y, z(3), p_prev(3), F(3), M(3)  (world)
+    "<I10f",       # ESTIMATE    tick, m, h(3), I(6)  (frame N)
+    "<I24H",       # TIMING      first tick, cycle_us(12), finish clock & 0xFFFF (12)
 )
 _NTYPES = len(_FMT)
 

@@ -1,8 +1,8 @@
-# The link agent (DESIGN 5-6): sense -> kinematic bus step -> behaviours -> arbitrate
+# The link agent (docs/design.md §5-6): sense -> kinematic bus step -> behaviours -> arbitrate
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, kinematic_bus, neighbours, safety
+from firmware import behaviours, global_proxy, identification, kinematic_bus, neighbours, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
@@ -29,9 +29,15 @@ class LinkAgent:
         self.hal = hal
         self.configure(cfg)
         self.status_every = int(cfg.get("status_every", 12))
+        load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
+        self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
+        ident = cfg.get("identify")   # the last links identify a load nobody told them of
+        self.ident = None if ident is None else identification.LinkIdent(ident, self)
         self.new_run()
         self._cfg_blob = None
         self.decoder = m.Decoder()
+        self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
+        self.finish = services.FinishLog(self.link)   # completion history -> TIMING
         self._tx = bytearray(64)
         self._seq = 0
         self.down = self.link + 1 if self.link < self.n_links else m.HOST
@@ -46,6 +52,8 @@ class LinkAgent:
         self.p_prev = (0.0, 0.0, 0.0)
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
+        self.vel = (0.0, 0.0, 0.0)
+        self.w = (0.0, 0.0, 0.0)
         self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
         self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
         self._n_assert = 0
@@ -86,7 +94,8 @@ class LinkAgent:
                                                float(rmoa.get("f_max", 1e9)))
         grav = beh.get("gravity")
         g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
-        # own weight couplet force m*g (DESIGN 5, gravity compensation by assertion);
+        self.g = g
+        # own weight couplet force m*g (docs/design.md §5, gravity compensation by assertion);
         # asserting -m*g means "apply the force that holds the weight up".
         self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
             -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
@@ -133,8 +142,13 @@ class LinkAgent:
         (out or self.hal.send)(self._tx, n)
 
     def log(self, text):
-        """NYMPH-style host service: the host prints/logs what the node says."""
-        self.send(m.LOG, m.HOST, (text.encode()[:56],))
+        """NYMPH-style host service: the host prints/logs what the node says. Inside a
+        cycle (SYNC in, torque not yet out) the request waits in a bounded queue that
+        drains after the torque, so it never delays the cycle."""
+        if self.tick >= 0 and self.acted_tick != self.tick:
+            self.logq.put(text)
+        else:
+            self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
 
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised; a
@@ -177,6 +191,8 @@ class LinkAgent:
                 feed(v)
         elif mtype == m.COMMAND:
             self.on_command(v[0], v[1])
+        elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
+            self.ident.est.on_ident(src, v)
         elif mtype == m.CONFIG:
             self.on_config(v)
 
@@ -188,7 +204,7 @@ class LinkAgent:
         self.send_status()
         self.log("fault %s: %s" % (" ".join(safety.fault_names(bits)), sf.reason))
 
-    # ---- one cycle (DESIGN 6) ------------------------------------------------------
+    # ---- one cycle (docs/design.md §6) ------------------------------------------------------
     def on_sync(self, tick):
         """Step 2: sample the joint; check the watchdog and the sensor."""
         self.t_sync = self.hal.ticks_us()
@@ -278,12 +294,13 @@ class LinkAgent:
         self.z = z
         self.quat = quat
         self.p = p
+        self.vel = vel
+        self.w = w
         self.kin_tick = self.tick
         # Assertions leave before K_i so that, on every medium (FIFO per node), they reach
         # the host ahead of K_N, which is when the host rebroadcasts them with the goal.
         if self.weight is not None:   # gravity compensation by assertion
-            pc = _to_world(quat, p, self.centroid)
-            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + pc + self.weight)
+            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + self.weight_couplet(quat, p))
         if self.rmoa is not None and self.hal.range_valid:
             self.assert_rmoa(quat, p)
         if self._k_off:
@@ -412,6 +429,14 @@ class LinkAgent:
             return True
         return False
 
+    def weight_couplet(self, quat, p):
+        """(p, f) of the link's weight, with the load it carries: told (`load`) or its
+        estimate (identification `use`)."""
+        load = self.ident.load() if self.ident is not None and self.ident.use else self.load
+        if load is None:
+            return _to_world(quat, p, self.centroid) + self.weight
+        return identification.weight_couplet(quat, p, load[0], load[1], self.g, self.mass, self.centroid)
+
     def assert_rmoa(self, quat, p):
         """Step 5: range to the nearest obstacle under the clearance -> RMOA couplet."""
         x_r = qrot(quat, self.hal.x_r)
@@ -452,6 +477,7 @@ class LinkAgent:
 
     def actuate(self, goal):
         c = self.components
+        u_prev = self.u   # held since the last tick (the identification's interval)
         for j in range(6):
             c[j] = 0.0
         q = self.q
@@ -501,20 +527,28 @@ class LinkAgent:
         self.hal.write(u)
         self.safety.on_torque(u, qd, self.u_sat)
         self.acted_tick = self.tick
-        self.cycle_us = ticks_diff(self.hal.ticks_us(), self.t_sync)
+        t_finish = self.hal.ticks_us()
+        self.cycle_us = ticks_diff(t_finish, self.t_sync)
         # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
         # host's simulated plant on a wire of its own (hal.report), through that wire
         self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
                   getattr(self.hal, "report", None))
+        if self.ident is not None:
+            self.ident.after_torque(self, u_prev)
         # STATUS after the torque, when the cycle's traffic is through, and staggered by
         # link so that a chain carries about one per tick, never N at once
         if self.tick % self.status_every == self.link % self.status_every:
             self.send_status()
+        self.finish.record(self.tick, self.cycle_us, t_finish)
+        self.logq.pump(self)
+        self.finish.pump(self, self.tick)
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
                                      self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
                                      self.stale_kin & 0xFFFF, self.late & 0xFFFF))
+        if self.ident is not None and self.ident.est is not None:
+            self.send(m.ESTIMATE, m.HOST, (self.tick & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 
     def on_command(self, cmd, arg):
         """BRAKE latches F_COMMAND, or the fault bit given in arg (the host braking a node a

@@ -1,4 +1,4 @@
-# Local behaviour controllers of a link agent (DESIGN 5, thesis ch. 7).
+# Local behaviour controllers of a link agent (docs/design.md §5, thesis ch. 7).
 # Each returns a joint torque (force for a prismatic joint); the agent arbitrates.
 
 

@@ -1,4 +1,4 @@
-# The global goal proxy: agent i's row of the Jacobian transpose (DESIGN 3, 4.128, 4.141).
+# The global goal proxy: agent i's row of the Jacobian transpose (docs/design.md §3, 4.128, 4.141).
 from firmware.kinematic_bus import REVOLUTE
 
 

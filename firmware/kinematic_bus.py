@@ -1,4 +1,4 @@
-# The kinematic bus step of one link agent (DESIGN 2, thesis 5.172-5.176).
+# The kinematic bus step of one link agent (docs/design.md §2, thesis 5.172-5.176).
 # A packet K = (quat(4), p(3), v(3), w(3)) holds frame i's orientation, origin,
 # linear and angular velocity, all in world coordinates.
 from math import cos, sin

@@ -27,6 +27,9 @@ def run(path="/config.json", idle_exit_ms=0):
     """Run the link agent until the bus goes away (or idle_exit_ms without a frame)."""
     cfg = load_config(path)
     idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
+    if "group" in cfg:   # a node hosting several links (firmware/group.py)
+        from firmware import group
+        return group.run(cfg, VERSION, idle_exit_ms)
     board, agent, node = build(cfg)
     agent.log("ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a

@@ -19,12 +19,12 @@ _POOL = 8
 
 
 class ChainNode:
-    """UART daisy chain (DESIGN 1): `up` leads toward the base and the host, `down` toward
+    """UART daisy chain (docs/design.md §1): `up` leads toward the base and the host, `down` toward
     the tip (None on the last link of a plain chain). Routing by destination address:
       from up:   dst == link -> agent; BROADCAST -> agent and down; dst > link -> down
       from down: dst == link -> agent; else (host, base-ward links, broadcast) -> up
       agent out: dst > link -> down; else up; BROADCAST -> both.
-    With `ring` the tip's down port is a return wire to the host (hardware/rp2040-uart-node.md):
+    With `ring` the tip's down port is a return wire to the host (hardware/wiring.md):
     frames for the host go down on every node and leave the tip straight to the host,
     so K_N, assertions and reports cross one wire instead of N base-ward hops; the tip
     passes nothing else onto it. The host also sends its goal (the assertions it

@@ -3,7 +3,7 @@ rate for N links on a UART daisy chain, classic CAN or CAN-FD, from the protocol
 frame sizes (bus_protocol) and per-hop compute (host/hop_compute.py: measured under
 MicroPython, priced from an emulated board's instruction counts, or given).
 
-The latency is a small discrete-event simulation of one cycle (DESIGN 6): lines are
+The latency is a small discrete-event simulation of one cycle (docs/design.md §6): lines are
 FIFO and store-and-forward (a frame is usable when its last byte has arrived); UART has
 one line per direction per segment, CAN one shared medium (arbitration order ignored).
 A UART ring (topology "ring", the default) adds the return line tip -> host and sends
@@ -12,7 +12,7 @@ the host also sends GOAL into the tip (the return line's other direction), and t
 goal waves stop where they meet (firmware/node.py ChainNode).
 Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 (K_{i-1} -> K_i) or `goal_us` (GOAL -> TORQUE); the host turns K_N into the goal in
-`host_us`. DESIGN 6: the whole chain must fit inside one control period."""
+`host_us`. docs/design.md §6: the whole chain must fit inside one control period."""
 import heapq
 import math
 

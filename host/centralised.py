@@ -15,7 +15,8 @@ whole arm's model on the host, for comparison with the multiagent controller.
   resolved-rate inverse kinematics on a kinematic copy of the arm:
       qd_d = J#(q_d) (xd_d + k_ik x_e(q_d)) + (I - J# J) k_ik (q_set - q_d)
   (the null-space term pulls q_d to the centering/retraction setpoints when the scenario
-  has them), q_d integrated and qdd_d differenced over the control period.
+  has them). The law uses q_d, qd_d and qdd_d of the same tick: qdd_d = (qd_ik - qd_d) / T
+  is held over the period T, and q_d, qd_d advance under it as a double integrator.
 
 The model is the plant's own MuJoCo model (mj_fullM, qfrc_bias, mj_jacSite, mj_jacDot),
 so D, C, g and the joint damping (qfrc_passive) are exact: this is the "accurate model"
@@ -63,7 +64,7 @@ class Centralised(GoalProcess):
         # local goals exactly as the link agents would run them
         agents = make_agents(sc, lambda *a: None)
         self.local = [(a.local_pd, a.k_local, a.jl, a.k_jl, a.q_low, a.q_high) for a in agents]
-        self.q_d = self.qd_d = None      # computed torque: the inverse-kinematics reference
+        self.q_d = self.qd_d = self.qdd_d = None   # computed torque: the inverse-kinematics reference
 
     # ---- the model: everything from the plant's MuJoCo model at (q, qd)
     def _at(self, q, qd):
@@ -130,8 +131,8 @@ class Centralised(GoalProcess):
         Jp = self._pinv(J)
         u_local = self._local_goals(q, qd)
         if self.kind == "computed-torque":
-            cmd, qdd_ref = self._inverse_kinematics(q, des, xd_d)
-            u_track = M @ (qdd_ref + self.kv * (self.qd_d - qd) + self.kp * (self.q_d - q)) + nle   # Hamilton (2)
+            cmd, qdd_d = self._inverse_kinematics(q, des, xd_d)
+            u_track = M @ (qdd_d + self.kv * (self.qd_d - qd) + self.kp * (self.q_d - q)) + nle   # Hamilton (2)
             u_local = np.zeros_like(u_local)     # the local goals are in q_d already
         else:
             cmd = xdd_d + self.kv * ed + self.kp * e
@@ -152,11 +153,17 @@ class Centralised(GoalProcess):
         return []
 
     def _inverse_kinematics(self, q, des, xd_d):
-        """Resolved-rate IK on a kinematic copy of the arm: advance q_d by one control
-        period; return the task command and the reference acceleration qdd_d."""
+        """Resolved-rate IK on a kinematic copy of the arm. q_d, qd_d are the reference at
+        this tick and qdd_d is held over the period, as the plant's torque is; q_d, qd_d then
+        advance exactly as a double integrator under that held acceleration, so the three are
+        one consistent reference (qd_d reaches the IK's joint rate one period later).
+        Returns the task command and qdd_d."""
         dt = 1.0 / self.sc.control_rate_hz
         if self.q_d is None:
             self.q_d, self.qd_d = q.copy(), np.zeros_like(q)
+        else:   # advance the reference from the previous tick to this one
+            self.q_d = self.q_d + dt * self.qd_d + 0.5 * dt * dt * self.qdd_d
+            self.qd_d = self.qd_d + dt * self.qdd_d
         d = self._at(self.q_d, np.zeros_like(q))
         p, quat, J, _ = self._task(d)
         Jp = self._pinv(J)
@@ -165,11 +172,9 @@ class Centralised(GoalProcess):
         for i, ((q_set, kq, _), k, _, _, _, _) in enumerate(self.local):
             if kq:
                 null[i] = k * (q_set - self.q_d[i])
-        qd_new = Jp @ cmd + (np.eye(len(q)) - Jp @ J) @ (self.k_ik * null)
-        qdd = (qd_new - self.qd_d) / dt
-        self.q_d = self.q_d + 0.5 * dt * (qd_new + self.qd_d)
-        self.qd_d = qd_new
-        return cmd, qdd
+        qd_ik = Jp @ cmd + (np.eye(len(q)) - Jp @ J) @ (self.k_ik * null)
+        self.qdd_d = (qd_ik - self.qd_d) / dt
+        return cmd, self.qdd_d
 
 
 def run(loop, progress=None):

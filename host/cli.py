@@ -6,13 +6,35 @@ import sys
 from host.scenario import ScenarioError, load
 
 
+def _grouping(a, n):
+    """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes,
+    checked against the arm (SystemExit 2 with the reason)."""
+    from host.runners.processes import node_groups
+    sizes = None
+    try:
+        if a.grouping:
+            sizes = [int(x) for x in a.grouping.split(",")]
+        elif a.links_per_node is not None:
+            if a.links_per_node < 1:
+                raise ValueError("--links-per-node must be at least 1")
+            sizes = [min(a.links_per_node, n - k) for k in range(0, n, a.links_per_node)]
+        if sizes is not None:
+            node_groups(n, sizes)
+            if a.baud and max(sizes) > 1:
+                raise ValueError("a node hosting several links does not pace its wires: no --baud with it")
+    except ValueError as e:
+        sys.stderr.write("linkteam: --grouping: %s\n" % e)
+        raise SystemExit(2)
+    return sizes
+
+
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
-                "topology": a.topology}
+                "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
@@ -52,6 +74,24 @@ def cmd_faults(a):
     return 0 if all(s.get("status") == "ok" for _, s in results) else 3
 
 
+def cmd_console(a):
+    from pathlib import Path
+
+    from host import services
+    if not (a.run or a.scenario):
+        sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
+        return 2
+    run_dir = a.run or str(Path("runs") / load(a.scenario).name)
+    try:
+        services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
+    except FileNotFoundError as e:
+        sys.stderr.write("linkteam console: %s\n" % e)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def cmd_envelope(a):
     from host import envelope
     return envelope.main(a)
@@ -80,6 +120,41 @@ def _add_thesis_commands(sub):
     n.add_argument("--fps", type=int, default=15)
     n.add_argument("--every", type=float, default=0.25, help="seconds of simulation per frame (default 0.25)")
     n.set_defaults(fn=cmd_animate)
+
+
+# ---- gain tuning on Optuna (issue 17) --------------------------------------------------
+def cmd_tune(a):
+    from host import tune
+    try:
+        return tune.main(a)
+    except ValueError as e:
+        sys.stderr.write("linkteam tune: %s\n" % e)
+        return 2
+
+
+def _kg_list(text):
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _add_tune_command(sub):
+    t = sub.add_parser("tune", help="tune RMDAC gains with an Optuna study that several workers share; "
+                       "report thesis vs tuned gains on training and held-out scenarios")
+    t.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="training scenarios")
+    t.add_argument("--trials", type=int, required=True, help="trials this invocation adds to the study")
+    t.add_argument("--timeout", type=float, help="seconds after which no worker starts another trial")
+    t.add_argument("--workers", type=int, default=1, help="worker processes (each joins the study)")
+    t.add_argument("--out", help="output directory: study journal, gains.toml, report.md, plots (default tune/)")
+    t.add_argument("--storage", help="study storage: a journal file path (default OUT/study.journal; "
+                   "shared file system = shared study) or an RDB URL, e.g. postgresql://user:pw@host/db")
+    t.add_argument("--study", help="study name (default linkteam-tune); workers with the same name and storage join it")
+    t.add_argument("--space", help="TOML file changing the search space (see host/tune.py load_space)")
+    t.add_argument("--validate", nargs="+", metavar="SCENARIO", default=[], help="held-out scenarios for the report")
+    t.add_argument("--payloads", type=_kg_list, metavar="KG,...", help="also report the first training "
+                   "scenario with these payload masses")
+    t.add_argument("--objective", choices=("mean", "worst"), default="mean")
+    t.add_argument("--robust", action="store_true", help="also train on the first scenario with payload 0, payload x2 and half the control rate")
+    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every thesis row")
+    t.set_defaults(fn=cmd_tune)
 
 
 def cmd_flash(a):
@@ -192,11 +267,21 @@ def main(argv=None):
     r.add_argument("--joint-io", choices=("wire", "bus"), default="wire",
                    help="processes: joint states and torques on wires of their own (like a board's "
                         "encoder and motor) or on the bus")
+    r.add_argument("--grouping", metavar="A,B,...",
+                   help="processes: links per node process, base to tip (5,1: links 1-5 on one node, 6 on another)")
+    r.add_argument("--links-per-node", type=int, metavar="K", help="processes: K links per node process")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
+    o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
+                       "processes or hil run")
+    o.add_argument("--link", type=int, required=True)
+    o.add_argument("--run", help="run directory (the run's --out)")
+    o.add_argument("--scenario", help="or the scenario: its default run directory runs/<name>")
+    o.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the node's log to appear")
+    o.set_defaults(fn=cmd_console)
     _add_thesis_commands(sub)
     fl = sub.add_parser("faults", help="run scenarios/faults/ in-process and in processes mode (UART ring, CAN) "
                         "and write faults/REPORT.md")
@@ -207,6 +292,9 @@ def main(argv=None):
     fl.add_argument("--jobs", type=int, default=2, help="parallel runs (default 2)")
     fl.set_defaults(fn=cmd_faults)
 
+
+
+    _add_tune_command(sub)
     n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
                        "start pose) -> experiments/ENVELOPE.md and a heat map")
     n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")

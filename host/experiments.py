@@ -91,15 +91,18 @@ def run(only=None, jobs=2, out_dir=None, progress=True, scenario_dir=None):
     out = Path(out_dir or ROOT / "experiments")
     scen = Path(scenario_dir or SCEN)
     rows = [r for r in ROWS if not only or r[0] in only]
+    tuned_dir = scen.parent / "tuned"   # scenarios/tuned/: the rows with the gains of `linkteam tune`
+    tuned = [("tuned-" + r[0], tuned_dir / r[1]) for r in rows if (tuned_dir / r[1]).exists()]
     unknown = sorted(set(only or ()) - set(NAMES))
     if unknown:
         raise ValueError("unknown experiment(s) %s; known: %s" % (", ".join(unknown), ", ".join(NAMES)))
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    bar = Bar(len(rows)) if progress else None
+    bar = Bar(len(rows) + len(tuned)) if progress else None
     results = {}
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
         futs = [ex.submit(_run_one, r[0], str(scen / r[1]), str(runs / r[0])) for r in rows]
+        futs += [ex.submit(_run_one, name, str(path), str(runs / name)) for name, path in tuned]
         for f in as_completed(futs):
             try:
                 name, summary = f.result()
@@ -109,9 +112,9 @@ def run(only=None, jobs=2, out_dir=None, progress=True, scenario_dir=None):
             if bar:
                 bar.update(name)
     # rows whose runs were not repeated keep their last results (REPORT covers all)
-    for r in ROWS:
-        if r[0] not in results and (runs / r[0] / "summary.json").exists():
-            results[r[0]] = json.loads((runs / r[0] / "summary.json").read_text())
+    for name in [r[0] for r in ROWS] + ["tuned-" + r[0] for r in ROWS]:
+        if name not in results and (runs / name / "summary.json").exists():
+            results[name] = json.loads((runs / name / "summary.json").read_text())
     for name, s in results.items():
         s.setdefault("e_rms_after_2s_m", _late_rms(runs / name))
     report = write_report(out, results)
@@ -169,6 +172,22 @@ def table(results):
     return "\n".join(lines)
 
 
+def tuned_table(results):
+    """The rows again with the gains of `linkteam tune` (scenarios/tuned/) beside the thesis gains."""
+    lines = ["## Thesis gains vs tuned gains (`scenarios/tuned/`, `linkteam tune`)", "",
+             "| experiment | e_rms thesis (m) | e_rms thesis gains (m) | ratio | e_rms tuned (m) | ratio "
+             "| phi_rms thesis gains (rad) | phi_rms tuned (rad) | status tuned |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, _f, e_t, _p, _q, _w in ROWS:
+        s, t = results.get(name, {}), results.get("tuned-" + name)
+        if t is None:
+            continue
+        lines.append("| [%s](runs/tuned-%s/) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, name, _fmt(e_t), _fmt(s.get("e_rms_m")), _ratio(s.get("e_rms_m"), e_t), _fmt(t.get("e_rms_m")),
+            _ratio(t.get("e_rms_m"), e_t), _fmt(s.get("phi_rms_rad")), _fmt(t.get("phi_rms_rad")),
+            t.get("status", "") + ((": " + t["reason"]) if t.get("reason") else "")))
+    return "\n".join(lines) + "\n" if len(lines) > 4 else ""
+
+
 def table_8_19(results):
     """Table 8.19 beside ours, and e_rms relative to the multiagent row (thesis and ours)."""
     ma = results.get("centering-100", {}).get("e_rms_m")
@@ -201,7 +220,7 @@ def write_report(out, results):
              "docs/design.md §10 (Monckton 1997, Tables 6.9-8.19). Ratio = ours / thesis (below 1: we are better). "
              "Run directories (summary.json, timeseries.npz, plots) are under `experiments/runs/`; "
              "`linkteam animate experiments/runs/NAME` draws any of them as a GIF." % time.strftime("%Y-%m-%d %H:%M"),
-             "", table(results), "", table_8_19(results), ""]
+             "", table(results), "", tuned_table(results), table_8_19(results), ""]
     if notes_path.exists():
         lines += [notes_path.read_text().rstrip(), ""]
     lines += ["## Figures", ""]

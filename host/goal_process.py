@@ -1,4 +1,4 @@
-"""The host's part of one control cycle (DESIGN 6), independent of the transport:
+"""The host's part of one control cycle (docs/design.md §6), independent of the transport:
 it opens the cycle (SYNC, base packet K_0), turns the end-effector packet K_N into the
 global goal with RMDAC, rebroadcasts the agents' assertions ahead of the goal, and
 collects the torques. Runners only move the bytes this produces and consumes."""
@@ -9,6 +9,7 @@ from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
+from host.services import HostServices
 
 
 class GoalProcess:
@@ -33,6 +34,8 @@ class GoalProcess:
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
+        self.services = HostServices()   # the nodes' log requests and completion history
+        self.estimates = []   # (t, tick, theta) of the last link's ESTIMATE frames
         self.closed = False
         self.late_asserts = 0
         self.ee = None        # (quat, p, v, w) from K_N, float32 from the wire
@@ -152,8 +155,13 @@ class GoalProcess:
             self.events.append((self.t, link, "link %d reports it disagrees" % src))
             self.drop(link, "braked on link %d's report" % src)   # NODE_OUT with the next tick
             return [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
+        elif mtype == m.ESTIMATE:
+            self.estimates.append((self.t, v[0], v[1:]))
         elif mtype == m.LOG:
             self.logs.append((self.t, src, bytes(v[0]).decode("utf-8", "replace")))
+            self.services.on_log(self.t, src, self.logs[-1][2])
+        elif mtype == m.TIMING:
+            self.services.on_timing(self.t, src, v)
         return []
 
     def close_stale(self):
@@ -172,6 +180,7 @@ class GoalProcess:
         RMDAC reference signals (x_d, xd_d, xdd_d). A runner calls it while the kinematic
         wave runs, so that K_N -> GOAL is only the feedback part; close_cycle() calls it
         if nobody did (and on the first tick, when the trajectory starts at K_N)."""
+        self.services.open_tick(self.tick)   # a runner calls this as the tick's frames are out
         if self.traj is None:
             return
         d = self.traj.sample(self.t)

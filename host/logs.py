@@ -80,6 +80,12 @@ class _Interrupted(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C would be: the control loop ends the run the same way."""
 
 
+def partial_dir(final):
+    """Where a run to `final` is written while it goes on."""
+    final = Path(final)
+    return final.with_name(final.name + ".partial")
+
+
 class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
@@ -89,7 +95,7 @@ class RunDir:
         if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
             raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
                                   "will not replace it; choose another --out" % self.final)
-        self.path = self.final.with_name(self.final.name + ".partial")
+        self.path = partial_dir(self.final)
         if self.path.exists():   # the leftovers of a run killed outright
             shutil.rmtree(self.path)
         (self.path / CHUNK_DIR).mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Run metrics (DESIGN 9, thesis 6.213-6.215, 7.310)."""
+"""Run metrics (docs/design.md §9, thesis 6.213-6.215, 7.310)."""
 import numpy as np
 
 

@@ -1,5 +1,5 @@
 """RMDAC: resolved motion decentralised adaptive control, Seraji's configuration control
-(DESIGN 4, thesis 6.205-6.210). One independent scalar controller per task coordinate j:
+(docs/design.md §4, thesis 6.205-6.210). One independent scalar controller per task coordinate j:
 
     r_j = wp_j e_j + wv_j ed_j                                               (6.207)
     f_j = d_j + c_j x_dj + b_j xd_dj + a_j xdd_dj + Kp_j e_j + Kv_j ed_j         (6.205)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bus_protocol import states
-from host import logs, metrics, plots
+from host import critical_path, logs, metrics, plots
 from host.runners.base import ControlLoop
 from host.scenario import ScenarioError
 
@@ -41,6 +41,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     log_lines = []
     loop = ControlLoop(sc, mode)
     rd.attach(loop)
+    if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
+        loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
     if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
@@ -71,6 +73,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
         from host.faults import fault_summary
         summary["faults"] = fault_summary(loop)
         log_lines += ["%.3f host: link %d %s" % entry for entry in loop.gp.events]
+    if mode != "inprocess":   # every node's completion history (NYMPH)
+        summary["critical_path"] = critical_path.summarise(loop.gp.services, sc.n)
     if mode != "inprocess" and steal0 is not None:   # time the hypervisor ran something else on our vCPUs
         summary["vm_steal_ms"] = vm_steal_ms() - steal0
     log_lines += ["ready: link %d: %s" % entry for entry in stats.node_ready]
@@ -80,11 +84,23 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     if stats.traceback:
         log_lines.append(stats.traceback)
     meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    if mode != "inprocess":   # beside timeseries.npz, which keeps the plant's record
+        critical_path.save(loop.gp.services, sc.n, out_dir)
+    loop.gp.services.close()
+    if loop.gp.estimates:   # the last link's load estimate (seed 001)
+        from host import identification
+        summary["payload_estimate"] = identification.summarise(sc, loop.gp.estimates)
+        meta.update(identification.arrays(loop.gp.estimates))
     rd.finish(summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
             plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
                             spatial=sc.task == "spatial")
+            if mode != "inprocess" and loop.gp.services.finish:
+                critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
+            if loop.gp.estimates:
+                from host import identification
+                identification.plot(sc, loop.gp.estimates, out_dir)
         except Exception as e:  # plots must never lose the run
             rd.log("plotting failed: %r" % (e,))
     return summary

@@ -1,4 +1,4 @@
-"""Scenario loading (DESIGN 8): a TOML file -> a validated `Scenario`.
+"""Scenario loading (docs/design.md §8): a TOML file -> a validated `Scenario`.
 
 Every field is declared once in SCHEMA with its type, default and range; a missing,
 unknown or out-of-range field is a `ScenarioError` naming the file, the line and the
@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from bus_protocol.states import DEFAULT_REACTIONS
+from firmware.identification import MASS, N_PAR, PLANAR
 from host import thesis_format
 from host.errors import ScenarioError
 from host.toml_writer import dumps
@@ -92,7 +93,20 @@ SCHEMA = {
               "link": dict(LINK),
               "override": ("array", dict(LINK, links=F("ints"), behaviours=BEHAVIOURS))},
     "payload": {"mass": F("float", 0.0, 0.0), "inertia": F("vec3", [0.0, 0.0, 0.0], 0.0),
-                "centroid": F("vec3", [0.0, 0.0, 0.0])},
+                "centroid": F("vec3", [0.0, 0.0, 0.0]),
+                "known": F("bool", False)},   # the last agent is told of it (its weight assertion)
+    # the host's waits (NYMPH synch_wait with patience): how long a cycle may wait for its
+    # torques with a synthetic clock (--lockstep), and what then: abort the run, or hold the
+    # missing links' last torques for this cycle (counted)
+    "host": {"patience_s": F("float", 5.0, 0.001), "on_patience": F("str", "abort", choices=("abort", "hold"))},
+    # on-line identification of the payload by the last `window` links (firmware/identification.py)
+    "identification": {"window": F("int", REQUIRED, 1, 64),
+                       # identifiable: what the task's motion excites (planar: m, h_x, h_y, I_zz);
+                       # all ten; mass: m and h only (the weight; a quarter of the work)
+                       "params": F("str", "identifiable", choices=("identifiable", "all", "mass")),
+                       "p0": F("float", 100.0, 0.0), "forgetting": F("float", 1.0, 0.9, 1.0),
+                       "use": F("bool", True), "m_max": F("float", 1000.0, 0.0),
+                       "every": F("int", 4, 1, 1000)},   # identified ticks: every k-th
     "behaviours": BEHAVIOURS,
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
@@ -256,6 +270,8 @@ class Scenario:
         self.timestep = sim["timestep"]
         self.task = sim["task"]
         self.divergence_m = sim["divergence_m"]
+        self.patience_s = raw["host"]["patience_s"]
+        self.on_patience = raw["host"]["on_patience"]
         rob = raw["robot"]
         self.n = rob["links"]
         self.gravity = rob["gravity"]
@@ -263,6 +279,7 @@ class Scenario:
         self.arm = self._arm(rob, raw["payload"])
         self.behaviours = [self._behaviours(i) for i in range(self.n)]
         self.agent_configs = [self._agent_config(i) for i in range(self.n)]
+        self._load_configs(raw["payload"], raw["identification"])
         self.rmdac = raw["rmdac"]
         self.knots = raw["trajectory"]["knot"]
         self.obstacles = raw["obstacle"]
@@ -355,6 +372,33 @@ class Scenario:
             self.agent_configs[f["link"] - 1].setdefault("inject", []).append(
                 [fault_kinds.INJECT_CODES[f["kind"]], start, end, period, duty, value])
 
+    def _load_configs(self, payload, ident):
+        """A payload the last agent is told of (`known`), and the identification tables of
+        the last `window` links: what each needs to compute its own link's inertial wrench
+        (inertia, joint damping of the motor model, g, the sample times), and on the last
+        one the estimator's settings (docs/design.md §11)."""
+        last = self.agent_configs[-1]
+        if payload["known"] and payload["mass"] > 0:
+            last["load"] = {"mass": payload["mass"], "h": [payload["mass"] * c for c in payload["centroid"]]}
+        if ident is None:
+            return
+        if ident["window"] > self.n:
+            raise ScenarioError(self.path, None, "identification.window",
+                                "window %d is longer than the arm (%d links)" % (ident["window"], self.n))
+        first = self.n - ident["window"]
+        for i in range(first, self.n):
+            L = self.links[i]
+            self.agent_configs[i]["identify"] = {
+                "period": 1.0 / self.control_rate_hz, "grid": self.timestep, "g": list(self.gravity),
+                "damping": L["damping"], "inertia": list(L["inertia"]), "every": ident["every"]}
+        planar = self.task == "planar"
+        last["identify"].update({
+            "window": ident["window"], "p0": ident["p0"], "forgetting": ident["forgetting"],
+            "use": ident["use"], "m_max": ident["m_max"],
+            "types": [0 if L["type"] == "revolute" else 1 for L in self.links[first:]],
+            "params": list(MASS if ident["params"] == "mass" else
+                           PLANAR if planar and ident["params"] == "identifiable" else range(N_PAR))})
+
 
 def _merge(a, b):
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in a.items()}
@@ -400,8 +444,9 @@ def convert_thesis(directory, output):
 
 
 def read_toml(path, seen=()):
-    """TOML data with `extends = "base.toml"` resolved: the base file's tables are merged
-    under this file's (tables merge key by key; values and arrays replace)."""
+    """TOML data with `extends = "base.toml"` (or a list of bases, later ones over earlier)
+    resolved: the base files' tables are merged under this file's (tables merge key by key;
+    values and arrays replace)."""
     try:
         text = path.read_text()
     except OSError as e:
@@ -412,18 +457,24 @@ def read_toml(path, seen=()):
         line = re.search(r"line (\d+)", str(e))
         raise ScenarioError(path, line.group(1) if line else None, "syntax", str(e))
     sources = [(str(path), text)]
-    base = data.pop("extends", None)
-    if base is None:
+    bases = data.pop("extends", None)
+    if bases is None:
         return data, sources
-    if not isinstance(base, str):
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "expected a file name")
-    base_path = (path.parent / base).resolve()
-    if base_path in seen or base_path == path.resolve():
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
-    if not base_path.is_file():
-        raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
-    base_data, base_sources = read_toml(base_path, seen + (path.resolve(),))
-    return _merge(base_data, data), sources + base_sources
+    if isinstance(bases, str):
+        bases = [bases]
+    if not isinstance(bases, list) or not bases or not all(isinstance(b, str) for b in bases):
+        raise ScenarioError(path, _line_of(text, "extends"), "extends", "expected a file name or a list of them")
+    merged = {}
+    for base in bases:   # a list: each base merged over the previous ones, this file over all
+        base_path = (path.parent / base).resolve()
+        if base_path in seen or base_path == path.resolve():
+            raise ScenarioError(path, _line_of(text, "extends"), "extends", "circular extends of %s" % base)
+        if not base_path.is_file():
+            raise ScenarioError(path, _line_of(text, "extends"), "extends", "no such file %s" % base_path)
+        base_data, base_sources = read_toml(base_path, seen + (path.resolve(),))
+        merged = _merge(merged, base_data)
+        sources = sources + base_sources
+    return _merge(merged, data), sources
 
 
 def from_dict(data, path="<dict>", sources=None):

@@ -1,4 +1,4 @@
-"""End-effector (and obstacle) trajectories from knot points (DESIGN 8, thesis 5.2.3).
+"""End-effector (and obstacle) trajectories from knot points (docs/design.md §8, thesis 5.2.3).
 
 A knot moves from the previous pose to its target over `interval = [t0, t1]` on a
 cubic blend s(tau) = 3 tau^2 - 2 tau^3 (straight line, parabolic velocity profile), or
@@ -77,7 +77,7 @@ def yaw_of(q):
 
 
 def orientation_error(d, quat, planar):
-    """Orientation error from actual `quat` to the desired sample `d` (DESIGN 4):
+    """Orientation error from actual `quat` to the desired sample `d` (docs/design.md §4):
     planar, the wrapped angle about z (scalar); spatial, 2 dq with dq the vector part of
     Q_d conj(Q_a) (B.405), sign chosen for the shorter way round (3-vector)."""
     if planar:

@@ -6,7 +6,7 @@ dropped while both ends are open. An end nobody has open is an unplugged cable (
 soft-resets: its main.py exits and opens its ports again): bytes for it are dropped and
 counted until it is opened again, and nothing queued before is left for the next opener.
 
-Emulates the UART wiring of hardware/rp2040-uart-node.md, with the host on one
+Emulates the UART wiring of hardware/wiring.md, with the host on one
 USB-serial adapter:
   ring (default)  host TX -> up1;  down_i <-> up_i+1;  downN TX -> host RX (return wire);
                   up1 TX is not connected; --goal-pair: host TX also reaches downN RX

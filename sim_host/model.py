@@ -1,6 +1,6 @@
 """Arm description (plain dicts) -> MuJoCo MJCF text.
 
-DH convention (DESIGN.md section 2): link frame i sits at the distal joint of link i,
+DH convention (docs/design.md §2): link frame i sits at the distal joint of link i,
 frame 0 is the base, and for link i
 
     revolute : F_i = F_{i-1} Rz(theta + q_i) Tz(d) Tx(a) Rx(alpha)
@@ -184,7 +184,7 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
             w('    <exclude body1="link%d" body2="link%d"/>' % (i, i + 1))
         w('  </contact>')
 
-    # physical holding brakes (fail-safe, DESIGN 5): one joint equality per joint,
+    # physical holding brakes (fail-safe, docs/design.md §5): one joint equality per joint,
     # inactive until Plant.set_brake engages it at the joint's current angle
     w('  <equality>')
     for i in range(1, n + 1):

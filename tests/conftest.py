@@ -46,15 +46,12 @@ def run_micropython(code, stdin=None, timeout=120):
     return r.stdout
 
 
-def run_both(module):
-    """Run a MicroPython-compatible test script's run() here and the script itself under
-    the MicroPython unix port; both must print the same lines, which are returned."""
-    import contextlib
-    import io
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        module.run()
-    lines = buf.getvalue().splitlines()
-    path = Path(module.__file__)
-    assert run_micropython(path.read_text().replace("__file__", repr(str(path)))).splitlines() == lines
-    return lines
+def run_both(script, stdin=None, timeout=300):
+    """A tests/mp_*.py script under MicroPython and CPython, the repo root on sys.path:
+    (micropython stdout, cpython stdout)."""
+    code = (REPO / "tests" / script).read_text()
+    mp = run_micropython(code, stdin=stdin, timeout=timeout)
+    r = subprocess.run([sys.executable, "-c", "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)],
+                       input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return mp, r.stdout

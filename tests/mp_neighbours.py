@@ -5,7 +5,8 @@
 # and what it told the host. tests/test_neighbours.py checks the lines against numpy FK.
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
+if "__file__" in globals():   # run as a file: the repository on sys.path
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware import kinematic_bus as kb  # noqa: E402

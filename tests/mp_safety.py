@@ -3,7 +3,8 @@
 # tests/test_safety.py runs it under both, compares, and checks the lines.
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")   # the repository
+if "__file__" in globals():   # run as a file: the repository on sys.path
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware.agent import LinkAgent      # noqa: E402

@@ -1,5 +1,5 @@
 """bus_protocol: codec, CRC, COBS, CAN ids/FD/fragmentation, fuzz under CPython and
-MicroPython, and mpy-cross compilation (DESIGN §1, §2, §6; bus_protocol/SPEC.md)."""
+MicroPython, and mpy-cross compilation (docs/design.md §1, §2, §6; bus_protocol/SPEC.md)."""
 import importlib.util
 import math
 import random
@@ -30,6 +30,9 @@ SAMPLES = {
     m.CONFIG: (0, 200, b'{"dh": [0, 0, 0.3, 0]}\x00\xff'),
     m.COMMAND: (m.CMD_PING, 0.5),
     m.LOG: (b"hello from link 3",),
+    m.IDENT: (13, -2.5, 0.0, 0.0, 1.0, 0.5, 0.25, 0.0, 1.0, -2.0, 0.0, 0.0, 0.0, 0.75),
+    m.ESTIMATE: (14, 7.5, 0.75, -0.375, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0),
+    m.TIMING: (15, 800, 812, 65535, 0, 1, 2, 3, 4, 5, 6, 7, 8) + tuple(range(40000, 40012)),
 }
 
 
@@ -44,7 +47,7 @@ def _load_fuzz():
 
 def test_constants_and_names():
     assert (m.HOST, m.BROADCAST) == (0, 0xFF)
-    assert sorted(m.NAMES) == list(range(1, 11))
+    assert sorted(m.NAMES) == list(range(1, 14))
     assert set(SAMPLES) == set(m.NAMES)
     assert (m.CMD_BRAKE, m.CMD_RELEASE, m.CMD_RESET, m.CMD_PING, m.CMD_CONFIG_APPLY) == (1, 2, 3, 4, 5)
     assert (m.KIND_RMOA, m.KIND_GRAVITY) == (1, 2)
@@ -54,7 +57,8 @@ def test_constants_and_names():
 
 def test_frame_sizes():
     expect = {m.SYNC: 4, m.JOINT_STATE: 37, m.KINEMATIC: 56, m.GOAL: 41, m.ASSERT: 42,
-              m.TORQUE: 33, m.STATUS: 17, m.CONFIG: 56, m.COMMAND: 5, m.LOG: 56}
+              m.TORQUE: 33, m.STATUS: 17, m.CONFIG: 56, m.COMMAND: 5, m.LOG: 56,
+              m.IDENT: 56, m.ESTIMATE: 44, m.TIMING: 52}
     for t, size in expect.items():
         assert m.payload_size(t) == size
         assert m.frame_size(t) == size + 8 <= 64
@@ -198,7 +202,7 @@ def test_deframer_drops_and_resyncs():
 
 def test_can_id_round_trip_and_priorities():
     prio = {m.SYNC: 0, m.KINEMATIC: 1, m.GOAL: 1, m.ASSERT: 2, m.TORQUE: 2, m.JOINT_STATE: 2,
-            m.COMMAND: 3, m.STATUS: 4, m.CONFIG: 6, m.LOG: 7}
+            m.COMMAND: 3, m.STATUS: 4, m.CONFIG: 6, m.LOG: 7, m.IDENT: 5, m.ESTIMATE: 4, m.TIMING: 5}
     for t, p in prio.items():
         for src, dst in ((0, 1), (7, 0xFF), (255, 0)):
             cid = can_ids.can_id(t, src, dst)
@@ -342,7 +346,7 @@ def test_micropython_encodes_cpython_decodes():
         assert dec.decode(frame) == (t, 2, 3, 40000 + t, SAMPLES[t])
         seen.add(t)
     assert seen == set(SAMPLES)
-    assert lines[-2] == "rt True 10"
+    assert lines[-2] == "rt True %d" % len(SAMPLES)
     assert lines[-1] == "crc 0x29b1 True"        # MicroPython uses the table path
 
 

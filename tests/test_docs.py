@@ -62,7 +62,7 @@ def test_nothing_refers_outside_the_repository():
             for no, line in enumerate(f, 1):
                 # the one allowed exception: an overridable default of a build input
                 if ((OUTSIDE in line and "MICROPY_SRC" not in line)
-                        or (OLD_DESIGN.search(line) and not rel.endswith(".py"))):
+                        or (OLD_DESIGN.search(line) and rel != "tests/test_docs.py")):
                     hits.append("%s:%d: %s" % (rel, no, line.strip()))
     assert not hits, "\n".join(hits)
 

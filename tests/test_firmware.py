@@ -48,7 +48,7 @@ print(json.dumps(out))
     for c, packets in zip(cases, got):
         frames = fk(c["links"], c["q"])
         for K, T in zip(packets, frames):
-            assert np.allclose(K[1], T[:3, 3], atol=1e-9), "position"      # DESIGN 2: well under 1e-4 m
+            assert np.allclose(K[1], T[:3, 3], atol=1e-9), "position"      # docs/design.md §2: well under 1e-4 m
             w, x, y, z = K[0]
             R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
                           [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
@@ -84,7 +84,7 @@ def _agent_torques():
 
 
 def test_agent_torques_match_jacobian_transpose_and_gravity_reference():
-    """Proxy rows = J^T f of the whole arm; summed weight assertions = dV/dq (DESIGN 3, 5)."""
+    """Proxy rows = J^T f of the whole arm; summed weight assertions = dV/dq (docs/design.md §3, 5)."""
     U = _agent_torques()
     links = [L for L in cyc.DH]
     q = np.array(cyc.Q)

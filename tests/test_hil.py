@@ -1,5 +1,5 @@
 """Virtual boards + the real mpremote: flash two boards with `linkteam flash`, then run a
-short hardware-in-the-loop scenario against them (DESIGN 13 `hil`), on the CAN-like UDP
+short hardware-in-the-loop scenario against them (docs/design.md §13 `hil`), on the CAN-like UDP
 medium and on a UART ring of ptys wired by `linkteam vwire`."""
 import contextlib
 import json

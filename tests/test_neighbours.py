@@ -13,7 +13,9 @@ from tests.dh_reference import fk
 
 @pytest.fixture(scope="module")
 def rows():
-    cpy = run_both(nb)
+    mp, cp = run_both("mp_neighbours.py")
+    assert mp == cp
+    cpy = cp.splitlines()
     out = {}
     for line in cpy:
         f = line.split()

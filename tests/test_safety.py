@@ -4,7 +4,6 @@ frames under MicroPython and CPython give the same lines."""
 import pytest
 
 from bus_protocol import states as sc
-from tests import mp_safety
 from tests.conftest import run_both
 
 KQ, KW = 2000.0, 40.0   # the rig's brake gains
@@ -12,7 +11,9 @@ KQ, KW = 2000.0, 40.0   # the rig's brake gains
 
 @pytest.fixture(scope="module")
 def lines():
-    cpy = run_both(mp_safety)
+    mp, cp = run_both("mp_safety.py")
+    assert mp == cp
+    cpy = cp.splitlines()
     out = {}
     for line in cpy:
         case, rest = line.split(" ", 1) if " u_sat=" not in line else (line.split(" ")[0], line.split(" ", 2)[2])
@@ -26,8 +27,10 @@ def test_nan_or_inf_input_latches_nan_fault_brakes_and_reports_at_once(lines):
     for case in ("nan_goal", "inf_packet", "nan_joint"):
         r = lines[case]
         assert r["state"] == sc.BRAKED and r["faults"] == sc.F_NAN, r["line"]
-        assert "STATUS:%d:%d" % (sc.BRAKED, sc.F_NAN) in r["frames"]
-        assert any(x.startswith("LOG:fault_nan_input") for x in r["frames"])
+        assert "STATUS:%d:%d" % (sc.BRAKED, sc.F_NAN) in r["frames"]   # at once
+        # the reason as a LOG line, after the cycle's torque (a LOG never delays a cycle)
+        later = r["frames"] + (lines["nan_goal_next"]["frames"] if case == "nan_goal" else [])
+        assert any(x.startswith("LOG:fault_nan_input") for x in later)
     # the brake acts about the held angle, never on the NaN: -kw qd at the lock
     assert lines["nan_goal_next"]["u"] == pytest.approx(-KW * 0.5)
     assert lines["nan_joint"]["u"] == 0.0

@@ -1,4 +1,4 @@
-"""Thesis behaviours (DESIGN 5): RMOA geometry and assertion summing against an
+"""Thesis behaviours (docs/design.md §5): RMOA geometry and assertion summing against an
 independent numpy reference, retraction / variable-compliance setpoints, the physical
 brake, spiral and step trajectory shapes."""
 import math

@@ -13,7 +13,7 @@
 #   encoder_invert   true flips the count direction (fix a wrong A/B order in software)
 #   q_offset         joint position at count 0 (rad or m), i.e. where the node booted
 #   vel_tau_s        time constant of the first-order velocity filter (default 0.005 s)
-# Motor (cfg["motor"]), DC motor model (DESIGN 7, thesis 2.36-2.49), voltage mode:
+# Motor (cfg["motor"]), DC motor model (docs/design.md §7, thesis 2.36-2.49), voltage mode:
 #   kt               torque constant, N m/A at the motor shaft
 #   ke               back-EMF constant, V s/rad (default kt, SI units)
 #   r_ohm            winding resistance, ohm
@@ -147,7 +147,7 @@ class JointCore:
         if best < 0:
             self.range_valid = False
             return
-        # DESIGN 5 RMOA: p_psh = the sensor's point on the link, x_r = vector from it to
+        # docs/design.md §5 RMOA: p_psh = the sensor's point on the link, x_r = vector from it to
         # the obstacle surface along the beam, both in link frame i (sim_host/plant.py).
         _, pos, d = self._ranges[best]
         r = best_mm * 0.001
@@ -204,7 +204,7 @@ class JointCore:
         return True
 
     def set_brake(self, on):
-        """DESIGN 5 fail-safe brake: engage the spring-applied brake (and cut the motor)."""
+        """docs/design.md §5 fail-safe brake: engage the spring-applied brake (and cut the motor)."""
         on = bool(on)
         self.braked = on
         if on:
@@ -218,7 +218,7 @@ class JointCore:
             pass
 
     def setup_ranges(self, rcfg, i2c, make_pin):
-        """Range sensors along the link (DESIGN 5 RMOA), from cfg["range"]:
+        """Range sensors along the link (docs/design.md §5 RMOA), from cfg["range"]:
           driver   module name exposing Sensor(i2c, addr) (default "vl53l1x")
           max_m    readings beyond this are ignored (default 2.0)
           sensors  [{addr, pos [x,y,z] m in link frame i, dir [x,y,z] beam direction

@@ -19,7 +19,7 @@
 #   isense       {v_per_a (0.45: DRV8874 IPROPI 450 uA/A into 1 kohm), offset_v (0), vref (3.3)}
 #   i2c          {id (1), sda (14), scl (15), freq (400000)}  for the range sensors
 #   range        see JointCore.setup_ranges (firmware/hal/joint.py)
-#   wdt_ms       hardware watchdog, started at the first read() and fed every SYNC; 0 = off
+#   wdt_ms       hardware watchdog, started at the first read() and fed by every joint read; 0 = off
 #   joint, motor, brake_cuts_motor: firmware/hal/joint.py
 import machine
 import rp2
@@ -212,7 +212,7 @@ class Rp2JointHAL(JointCore):
         if self._wdt_ms:
             if self._wdt is None:
                 self._wdt = machine.WDT(timeout=self._wdt_ms)
-            self._wdt.feed()   # no SYNC for wdt_ms -> reset -> brake pin falls -> engaged
+            self._wdt.feed()   # fed by every joint read (SYNC and idle): only firmware that stops reading for wdt_ms resets the board -> brake pin falls -> engaged
         if self._fault is not None:
             self.driver_fault = not self._fault.value()
         return JointCore.read(self)

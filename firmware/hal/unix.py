@@ -1,4 +1,4 @@
-# MicroPython unix-port back end: a link agent as a desktop process (DESIGN 13).
+# MicroPython unix-port back end: a link agent as a desktop process (docs/design.md §13).
 # Joint state comes from the host's plant (JOINT_STATE frames: on a wire of their own,
 # SimIO, or on the bus, SimHAL) and the torque goes back to it; the bus is
 #   "unix-pty": UART daisy chain on pseudo-terminals (byte-stream ports, node.ChainNode)

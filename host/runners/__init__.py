@@ -1,2 +1,2 @@
-"""Runners: one control loop, several ways to move its frames (DESIGN 13).
+"""Runners: one control loop, several ways to move its frames (docs/design.md §13).
 inprocess: firmware objects in this process, synthetic clock."""

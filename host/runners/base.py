@@ -1,4 +1,4 @@
-"""The control loop every runner shares (DESIGN 6): per tick, sense the plant, let the
+"""The control loop every runner shares (docs/design.md §6): per tick, sense the plant, let the
 bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
 supplies `exchange(frames, k, deadline)` which delivers the host's frames to the agents
 and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""

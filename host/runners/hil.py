@@ -1,4 +1,4 @@
-"""Hardware in the loop (DESIGN 13): boards run the agents (flashed with `linkteam
+"""Hardware in the loop (docs/design.md §13): boards run the agents (flashed with `linkteam
 flash`); the host runs RMDAC and, unless --real-plant, the plant, feeding joint states
 (JOINT_STATE) to the boards and applying their torques. Wall clock, as in processes.
 
@@ -87,7 +87,8 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         stats.figures_from = FIGURES_FROM[bool(real_plant)]
-        exchange = wallclock.make_exchange(loop.gp, stats, tr)
+        exchange = wallclock.make_exchange(loop.gp, stats, tr,
+                                           timeout=stats.wait_with_patience(loop.sc) if lockstep else 5.0)
         if lockstep:
             loop.run(exchange, progress)
         else:

@@ -1,4 +1,4 @@
-"""Desktop multi-process runner (DESIGN 13): one real `micropython` process per link
+"""Desktop multi-process runner (docs/design.md §13): one real `micropython` process per link
 running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
 
   uart: a daisy chain of AF_UNIX socketpairs (wire="socket", the default) or pty pairs
@@ -62,8 +62,9 @@ class Cluster:
 
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
                  wire="socket", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
-                 joint_io="wire", heapsize="256K", realtime=True, topology="ring"):
+                 joint_io="wire", heapsize="256K", realtime=True, topology="ring", grouping=None):
         self.sc, self.bus, self.baud = sc, bus, baud
+        self.groups = node_groups(sc.n, grouping)   # (first, last) link of each node process
         if topology not in ("ring", "chain"):
             raise ValueError("topology must be ring or chain, not %r" % topology)
         self.topology = topology        # uart: "ring" (tip -> host return wire) or "chain"
@@ -107,8 +108,9 @@ class Cluster:
             except ValueError:
                 pass   # not the main thread
         mp = micropython_path()
-        n = self.n
-        cfgs = [dict(c) for c in self.sc.agent_configs]
+        links = self.n
+        n = len(self.groups)   # node processes
+        cfgs = [self._node_config(g) for g in self.groups]
         stdins = [subprocess.DEVNULL] * n
         stdouts = [None] * n
         if self.bus == "uart":
@@ -147,18 +149,18 @@ class Cluster:
                 self.fds.remove(ups[n])
         elif self.bus == "can":
             from host.transports.udp import UdpTransport, free_base_port
-            base = free_base_port(n)
+            base = free_base_port(links)
             for i in range(n):
                 cfgs[i]["board"] = "unix-udp"
                 cfgs[i]["bus"] = {"base_port": base, "baud": self.baud}
-            self.transport = UdpTransport(n, base, bitrate=self.baud)
+            self.transport = UdpTransport(links, base, bitrate=self.baud)
             self.transport.overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
         else:
             raise ValueError("bus must be uart or can, not %r" % self.bus)
         if self.joint_io == "wire":
             from host.transports.udp import free_base_port
-            io_base = free_base_port(n)
-            self.io = JointIO(n, io_base)
+            io_base = free_base_port(links)
+            self.io = JointIO(links, io_base)
             for i in range(n):
                 cfgs[i]["io"] = {"base_port": io_base}
         overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
@@ -179,10 +181,19 @@ class Cluster:
                      "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
             p = subprocess.Popen([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
                                  cwd=str(ROOT), start_new_session=True,
-                                 preexec_fn=lambda i=i: desktop.node_preexec(self.realtime, desktop.link_priority(i + 1, n)))
+                                 preexec_fn=lambda i=i: desktop.node_preexec(
+                                     self.realtime, desktop.link_priority(self.groups[i][0], links)))
             self.procs.append(p)
         self.wait_ready()
         self._close_fds()   # the children hold their ends now; the host keeps only its own
+
+    def _node_config(self, group):
+        """One node's config: its link's, or for several links the group of them."""
+        first, last = group
+        cfgs = self.sc.agent_configs
+        if first == last:
+            return dict(cfgs[first - 1])
+        return {"group": [dict(c) for c in cfgs[first - 1:last]], "link": first, "n_links": self.n}
 
     def _close_fds(self):
         for fd in self.fds:
@@ -338,11 +349,30 @@ def _with_dead_nodes(loop, cluster, exchange, crashes):
     return tick
 
 
+def node_groups(n, grouping=None):
+    """(first, last) link of each node: one link a node by default; `grouping` gives the
+    links per node base to tip (Fernández's p2a51 is [5, 1]) and must add up to n."""
+    sizes = [1] * n if grouping is None else list(grouping)
+    if sum(sizes) != n or min(sizes) < 1:
+        raise ValueError("grouping %s must be positive sizes adding up to the %d links" % (sizes, n))
+    out, first = [], 1
+    for k in sizes:
+        out.append((first, first + k - 1))
+        first += k
+    return out
+
+
+def group_name(groups):
+    """Fernández's notation: p (processors) then links per processor, e.g. p2a51."""
+    return "p%da%s" % (len(groups), "".join(str(b - a + 1) for a, b in groups))
+
+
 def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", joint_io="wire",
-        topology="ring", slowdown=1.0, **_):
+        topology="ring", slowdown=1.0, grouping=None, **_):
     """Run `loop` against N MicroPython processes; -> loop.stats. Wall clock unless
     `lockstep` (every torque awaited: the synthetic clock of an in-process run);
-    `slowdown`: wall seconds per simulated second (wallclock.Schedule)."""
+    `slowdown`: wall seconds per simulated second (wallclock.Schedule); `grouping`: links
+    per node process (node_groups)."""
     stats = loop.stats
     stats.bus, stats.baud = bus, baud
     stats.topology = topology if bus == "uart" else None
@@ -355,7 +385,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         return stats
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
-                          topology=topology).__enter__()
+                          topology=topology, grouping=grouping).__enter__()
+        stats.grouping = group_name(cluster.groups)
     except (Aborted, RuntimeError) as e:
         stats.abort(str(e))
         return stats
@@ -367,6 +398,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         crashes = loop.faults.of(("node_crash",))
         if lockstep:
             exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
+                                               timeout=stats.wait_with_patience(loop.sc),
                                                straggler=0.5 if loop.faults else 0.0)
             loop.run(_with_dead_nodes(loop, cluster, exchange, crashes), progress)
         else:

@@ -39,6 +39,25 @@ class RunStats:
         self.figures_from = None     # HIL: which figures come from the boards, which from the host's model
         self.node_ready = []         # (link, text) of every node's `ready` line
         self.node_logs = ""          # what the node processes printed
+        self.grouping = None         # processes: links per node process, Fernández's notation (p2a55)
+        # synthetic clock: how long a tick waits for its torques, what then, and how often it
+        # ran out per link: {patience_s, on_patience, expired} (NYMPH's synch_wait patience)
+        self.patience = None
+
+    def wait_with_patience(self, sc):
+        """The exchange waits for a tick's torques at most sc.patience_s (synthetic clock)."""
+        self.patience = {"patience_s": sc.patience_s, "on_patience": sc.on_patience, "expired": {}}
+        return sc.patience_s
+
+    def patience_ran_out(self, missing):
+        """A tick waited its patience for the `missing` links: count it; True if the tick
+        goes on with their last torques held (on_patience "hold"), False to abort."""
+        if self.patience is None:
+            return False
+        expired = self.patience["expired"]
+        for link in missing:
+            expired[str(link)] = expired.get(str(link), 0) + 1
+        return self.patience["on_patience"] == "hold"
 
     def abort(self, reason, traceback=""):
         self.status, self.reason, self.traceback = "aborted", reason, traceback
@@ -51,7 +70,8 @@ class RunStats:
         if self.clock == "wall":
             out["late_host_ticks"] = self.late_host_ticks
             out["host_lag_max_ms"] = self.host_lag_max_ms
-        for name in ("bus", "baud", "topology", "cpu_latency_qos", "cpu_us_per_tick", "vm_pauses", "figures_from"):
+        for name in ("bus", "baud", "topology", "cpu_latency_qos", "cpu_us_per_tick", "vm_pauses", "figures_from",
+                     "grouping", "patience"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         for name in ("bus_cycle_ms", "goal_sent_ms"):

@@ -81,7 +81,8 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
     """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
     what comes back to the goal process until every torque of tick k is in or `deadline`
     (perf_counter s) passes; deadline None (lockstep) waits for every torque, up to
-    `timeout`. `health()` raises if a node is gone. With `io` (processes.JointIO) joint
+    `timeout` (the scenario's patience: stats.wait_with_patience), then aborts or, with
+    on_patience "hold", leaves the missing torques held (stats.patience_ran_out). `health()` raises if a node is gone. With `io` (processes.JointIO) joint
     states go out and torque reports come back on the joint wires, the bus carries the rest.
     Desktop emulation only: `sending` is held while the host sends, `pauses`
     (desktop.VmPauses) tells how long the emulated world stood still. Lockstep with
@@ -171,7 +172,10 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                     if health:
                         health()
                     missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
-                    raise Aborted("cycle %d: no torque from links %s within %.1f s" % (k, missing, timeout))
+                    if stats.patience_ran_out(missing):
+                        return paused   # hold: the missing links' last torques stay on
+                    raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
+                                  % (k, missing, timeout))
                 wait = max(0.0, (min(limit, t0 + straggler) if straggler and gp.n_got else limit) - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:

@@ -1,0 +1,130 @@
+# Several links on one node (Fernández et al.'s distribution of links over processors,
+# e.g. p2a51: links 1-5 on one processor, link 6 on another; docs/design.md §11). The
+# node runs one agent per link it hosts, each behind its own ChainNode (UART) or BusNode
+# (CAN) as on a one-link node, and joins its chain nodes inside the process by memory
+# wires: K_i passes from one hosted agent to the next without leaving the node, and only
+# the group's first up port and last down port are real wires. Desktop processes only
+# (firmware/hal/unix.py ports); config: the group's bus, io and board, and "group": the
+# hosted links' configs, base-most first.
+import gc
+import select
+
+from firmware import node as node_mod
+from firmware import safety
+from firmware.agent import LinkAgent
+from firmware.hal import unix
+
+
+class MemWire:
+    """One end of a UART wire inside a node (the byte-port surface of firmware/hal):
+    write(buf[, n]) queues bytes at the far end, readinto() takes what the far end wrote
+    (None when there is nothing)."""
+
+    def __init__(self):
+        self.rx = b""
+        self.peer = None
+        self.hup = False
+
+    def write(self, buf, n=None):
+        if n is None:
+            n = len(buf)
+        self.peer.rx += buf[:n]   # a copy: the node reuses its transmit buffer
+        return n
+
+    def readinto(self, buf):
+        n = min(len(buf), len(self.rx))
+        if not n:
+            return None
+        buf[:n] = self.rx[:n]
+        self.rx = self.rx[n:]
+        return n
+
+
+def mem_wire():
+    a, b = MemWire(), MemWire()
+    a.peer, b.peer = b, a
+    return a, b
+
+
+class GroupBoard(unix.UnixBoard):
+    """The node's real ports and one agent with its joint I/O per hosted link (waits and
+    hang-ups as a one-link unix board's, unpaced)."""
+
+    def __init__(self, cfg):
+        self.name = cfg.get("board", "unix-pty")
+        bus = cfg.get("bus", {})
+        if int(bus.get("baud", 0)):
+            raise ValueError("a node hosting several links does not pace its wires (baud 0)")
+        io = cfg.get("io")
+        self.agents = []
+        for c in cfg["group"]:
+            hal = unix.SimHAL() if io is None else unix.SimIO(c["link"], int(io["base_port"]),
+                                                              io.get("host", "127.0.0.1"))
+            self.agents.append(LinkAgent(c, hal))
+        self.ports = []
+        self.nodes = []
+        if self.name == "unix-pty":
+            up = unix.open_pty(bus["up"])
+            down = unix.open_pty(bus["down"]) if bus.get("down") else None
+            self.ports = [up] + ([down] if down else [])
+            ring = bool(bus.get("ring"))
+            last = len(self.agents) - 1
+            for k, a in enumerate(self.agents):
+                if k < last:
+                    nxt_up, my_down = mem_wire()
+                else:
+                    nxt_up, my_down = None, down
+                self.nodes.append(node_mod.ChainNode(a, up, my_down, bufsize=2048, ring=ring))
+                up = nxt_up
+        else:   # CAN: each hosted link has its own address on the medium
+            for a in self.agents:
+                p = unix.UdpPort(a.link, a.n_links, int(bus["base_port"]), bus.get("host", "127.0.0.1"))
+                self.ports.append(p)
+                self.nodes.append(node_mod.BusNode(a, p))
+        self._poll = select.poll()
+        for p in self.ports:
+            self._poll.register(p.fileno(), select.POLLIN)
+        self._paced = False
+
+
+def run(cfg, version, idle_exit_ms=0):
+    """The node's loop: move frames through every hosted link's node until none moves
+    (internal wires included), collect garbage once per tick after the last torque,
+    else block on the real ports."""
+    board = GroupBoard(cfg)
+    agents, nodes = board.agents, board.nodes
+    for a in agents:
+        a.log("ready link %d fw %s board %s (node of links %d-%d)" % (
+            a.link, version, board.name, agents[0].link, agents[-1].link))
+    gc_every = int(cfg.get("gc_every", 8))
+    gc_slot = agents[0].link % gc_every
+    gc.collect()
+    idle = 0
+    gc_tick = -1
+    while not board.closed:
+        moved = 0
+        k = 1
+        while k:
+            k = 0
+            for nd in nodes:
+                k += nd.poll()
+            moved += k
+        if moved:
+            idle = 0
+        t = agents[-1].tick
+        if t != gc_tick and t % gc_every == gc_slot and all(a.acted_tick == t for a in agents):
+            gc_tick = t
+            gc.collect()
+            continue
+        braked = False
+        for a in agents:
+            braked = braked or a.safety.state == safety.BRAKED
+        wait_ms = 10 if braked else 100
+        if moved or board.wait(wait_ms):
+            continue
+        for a in agents:
+            a.idle()
+        idle += wait_ms
+        if idle_exit_ms and idle >= idle_exit_ms:
+            break
+    return agents

@@ -1,0 +1,77 @@
+# A node's side of the host services (NYMPH, docs/design.md §11): the host serves what a
+# node asks for without ever holding up the node's control cycle.
+#   LogQueue:   print/log requests wait in a bounded queue and leave one LOG frame per
+#               cycle, after the torque; a request that finds the queue full is dropped
+#               and counted, and the next frame out says how many were lost.
+#   FinishLog:  the node's completion history: when it finished each cycle (µs from its
+#               SYNC to its TORQUE, and its clock then), 12 cycles to a TIMING frame, so
+#               the host can tell which node was on the critical path of every cycle.
+from bus_protocol import messages as m
+
+LOG_SLOTS = 4
+TIMING_SLOTS = 12
+NOT_FINISHED = 0xFFFF   # a cycle the node did not act in (or took over 65 ms)
+
+
+class LogQueue:
+    def __init__(self, slots=LOG_SLOTS):
+        self._q = [None] * slots
+        self._head = 0
+        self._n = 0
+        self.dropped = 0     # requests lost to a full queue, in all
+        self._unsaid = 0     # ... not yet reported to the host
+
+    def put(self, text):
+        q = self._q
+        if self._n == len(q):
+            self.dropped += 1
+            self._unsaid += 1
+            return False
+        q[(self._head + self._n) % len(q)] = text
+        self._n += 1
+        return True
+
+    def pump(self, agent):
+        """Send the oldest request (at most one frame): called where the cycle is over."""
+        if self._unsaid:
+            text = "[%d log lines dropped]" % self._unsaid
+            self._unsaid = 0
+        elif self._n:
+            text = self._q[self._head]
+            self._q[self._head] = None
+            self._head = (self._head + 1) % len(self._q)
+            self._n -= 1
+        else:
+            return False
+        agent.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
+        return True
+
+
+class FinishLog:
+    """Per cycle: µs from the node's SYNC to its TORQUE, and the low 16 bits of its clock
+    then (comparable across nodes where they share a clock, as processes on one host do)."""
+
+    def __init__(self, link):
+        self._us = [NOT_FINISHED] * TIMING_SLOTS
+        self._clock = [0] * TIMING_SLOTS
+        self._tick = [-1] * TIMING_SLOTS   # the cycle each slot holds
+        self._slot = (link + TIMING_SLOTS // 2) % TIMING_SLOTS   # away from the STATUS slot
+
+    def record(self, tick, cycle_us, t_finish):
+        i = tick % TIMING_SLOTS
+        self._tick[i] = tick
+        self._us[i] = cycle_us if 0 <= cycle_us < NOT_FINISHED else NOT_FINISHED
+        self._clock[i] = t_finish & 0xFFFF
+
+    def pump(self, agent, tick):
+        """At the node's slot: a TIMING frame for ticks tick-11..tick (a cycle it did not
+        act in: NOT_FINISHED)."""
+        if tick % TIMING_SLOTS != self._slot or tick < TIMING_SLOTS - 1:
+            return False
+        base = tick - TIMING_SLOTS + 1
+        us, clock, held = self._us, self._clock, self._tick
+        agent.send(m.TIMING, m.HOST, (base & 0xFFFFFFFF,)
+                   + tuple(us[(base + i) % TIMING_SLOTS] if held[(base + i) % TIMING_SLOTS] == base + i
+                           else NOT_FINISHED for i in range(TIMING_SLOTS))
+                   + tuple(clock[(base + i) % TIMING_SLOTS] for i in range(TIMING_SLOTS)))
+        return True
