@@ -163,13 +163,13 @@ class LinkAgent:
             if mtype != m.KINEMATIC or dst > self.link or self.link - dst > self.nb_depth:
                 return
         try:
-            self.dispatch(mtype, v, dst)
+            self.dispatch(mtype, src, v, dst)
         except Exception as e:   # never let a bug stop the node: brake and say why
             self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
         if self.safety.pending:
             self.report_faults()
 
-    def dispatch(self, mtype, v, dst):
+    def dispatch(self, mtype, src, v, dst):
         if (mtype <= m.ASSERT or mtype == m.COMMAND) and not safety.all_finite(v):   # they carry numbers
             self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
             return
