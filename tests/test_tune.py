@@ -34,6 +34,9 @@ def test_two_workers_share_one_journal_study(tmp_path):
     assert sorted(workers.count(w) for w in set(workers)) == [3, 3]   # both workers ran their share
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     assert all(t.state in finished for t in trials)
+    # nothing held out reaches the objective: trials record the training runs only
+    seen = {k for t in trials for k in t.user_attrs if k.startswith("e_rms ")}
+    assert "e_rms ref" in seen and seen <= {"e_rms ref", "e_rms stp"}, seen
     # the first trial is the scenario's own gains: the thesis wp
     assert trials[0].params["rmdac.linear.wp"] == 1800.0
 
