@@ -4,7 +4,7 @@
 # (CAN) as on a one-link node, and joins its chain nodes inside the process by memory
 # wires: K_i passes from one hosted agent to the next without leaving the node, and only
 # the group's first up port and last down port are real wires. Desktop processes only
-# (firmware/hal/unix.py ports); config: the group's bus, io and board, and "group": the
+# (firmware/hal/unix_ports.py ports); config: the group's bus, io and board, and "group": the
 # hosted links' configs, base-most first.
 import gc
 import select
@@ -12,7 +12,7 @@ import select
 from firmware import node as node_mod
 from firmware import safety
 from firmware.agent import LinkAgent
-from firmware.hal import unix
+from firmware.hal import unix, unix_ports
 
 
 class MemWire:
@@ -64,8 +64,8 @@ class GroupBoard(unix.UnixBoard):
         self.ports = []
         self.nodes = []
         if self.name == "unix-pty":
-            up = unix.open_pty(bus["up"])
-            down = unix.open_pty(bus["down"]) if bus.get("down") else None
+            up = unix_ports.open_pty(bus["up"])
+            down = unix_ports.open_pty(bus["down"]) if bus.get("down") else None
             self.ports = [up] + ([down] if down else [])
             ring = bool(bus.get("ring"))
             last = len(self.agents) - 1
@@ -78,7 +78,7 @@ class GroupBoard(unix.UnixBoard):
                 up = nxt_up
         else:   # CAN: each hosted link has its own address on the medium
             for a in self.agents:
-                p = unix.UdpPort(a.link, a.n_links, int(bus["base_port"]), bus.get("host", "127.0.0.1"))
+                p = unix_ports.UdpPort(a.link, a.n_links, int(bus["base_port"]), bus.get("host", "127.0.0.1"))
                 self.ports.append(p)
                 self.nodes.append(node_mod.BusNode(a, p))
         self._poll = select.poll()

@@ -13,7 +13,7 @@ running `firmware/` unchanged (firmware.main.run with a per-link config JSON).
         4.9-5.7 ms ring vs 6.6-8.4 ms chain, two rounds on the 2-core test VM); the host
         writes its goal batch into both ends (Transport.broadcast_batch). Optional
         line-rate emulation (baud).
-  can:  a CAN-FD medium on loopback UDP (firmware/hal/unix.py UdpPort, host/transports/udp).
+  can:  a CAN-FD medium on loopback UDP (firmware/hal/unix_ports.py UdpPort, host/transports/udp).
 
 Each node's joint is wired to the plant apart from the bus (JointIO; firmware SimIO), as a
 board's encoder and motor driver are wired to its own joint: JOINT_STATE in, the TORQUE

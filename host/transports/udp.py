@@ -1,4 +1,4 @@
-"""The host's node on the loopback-UDP CAN-FD medium (firmware/hal/unix.py UdpPort):
+"""The host's node on the loopback-UDP CAN-FD medium (firmware/hal/unix_ports.py UdpPort):
 datagram = 4-byte little-endian CAN id + FD data field; node k listens on base_port + k,
 the host on base_port. Optional bit-time emulation (`bitrate`)."""
 import select
