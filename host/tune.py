@@ -32,138 +32,19 @@ import os
 import sys
 import tempfile
 import time
-import tomllib
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from host.rmdac import U1_NAMES
-from host.scenario import SCHEMA, ScenarioError, _line_of, from_dict, merge, read_toml
+from host.scenario import from_dict, merge, read_toml
+from host.tune_report import _e, gains_toml, plots, report, ship
+from host.tune_space import _applicable, default_space, load_space, overlay, thesis_values
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGED = 100.0   # score of an aborted run: far above any run that tracks (thesis gains: 1.0)
                    # and up to twice that for an early abort, so the sampler learns which way is stable
 W_PHI = 0.5        # per unit of orientation-error ratio above the thesis gains'
 W_SAT = 1.0        # per unit of the fraction of ticks at the torque limit above the thesis gains'
-GAIN_TABLES = ("linear", "rotation")
-
-
-# ---- search space -------------------------------------------------------------------------
-def default_space(data):
-    """Dotted scenario field -> (low, high, log). Around the scenario's own gains (thesis
-    Table 6.8 for the thesis rows): wp, wv and the six integral gains log-uniform over x1/4..x4;
-    u2 (thesis 0) in [0, 0.01] (u2 multiplies r x_d, so with x_d ~ 7 m a u2 of 0.5 diverges
-    in 20 ms); the initial feedback gains Kp(0), Kv(0) (thesis 0) in [0, 2 wp] and [0, 2 wv].
-    The feed-forward initial values d0, c0, b0, a0 depend on the trajectory and stay 0 unless
-    a --space file adds them."""
-    space = {}
-    for table in GAIN_TABLES:
-        g = data["rmdac"][table]
-        for name in ("wp", "wv") + U1_NAMES:
-            v = float(g.get(name, 0.0))
-            if v > 0:
-                space["rmdac.%s.%s" % (table, name)] = (v / 4, v * 4, True)
-        space["rmdac.%s.u2" % table] = (0.0, 0.01, False)
-        space["rmdac.%s.kp0" % table] = (0.0, 2.0 * float(g["wp"]), False)
-        space["rmdac.%s.kv0" % table] = (0.0, 2.0 * float(g["wv"]), False)
-    return space
-
-
-def _schema_field(key):
-    """The schema entry of a dotted scenario field (None when there is none)."""
-    node = SCHEMA
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node if isinstance(node, tuple) and node[0] == "float" else None
-
-
-def load_space(path, space):
-    """Merge a space file into `space`: a table per field with low, high and optional log,
-    e.g. [rmdac.linear.wp] low = 900.0 high = 7200.0 log = true, or
-    [behaviours.centering.kq] ...; `exclude = ["rmdac.linear.u2", ...]` drops defaults."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-        raw = tomllib.loads(text)
-    except OSError as e:
-        raise ScenarioError(path, None, "file", e.strerror or str(e))
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(path, None, "syntax", str(e))
-    space = dict(space)
-    exclude = raw.pop("exclude", [])
-    if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
-        raise ScenarioError(path, _line_of(text, "exclude"), "exclude", "expected a list of field names")
-    for key in exclude:
-        if key not in space:
-            raise ScenarioError(path, _line_of(text, "exclude"), "exclude", "%s is not in the search space" % key)
-        del space[key]
-
-    def walk(node, prefix):
-        if "low" in node or "high" in node:
-            field = ".".join(prefix)
-            if _schema_field(field) is None:
-                raise ScenarioError(path, _line_of(text, field), field, "not a number field of a scenario")
-            try:
-                low, high, log = float(node["low"]), float(node["high"]), bool(node.get("log", False))
-            except (KeyError, TypeError, ValueError):
-                raise ScenarioError(path, _line_of(text, field), field, "expected low, high (numbers) and optional log")
-            extra = set(node) - {"low", "high", "log"}
-            if extra:
-                raise ScenarioError(path, _line_of(text, field), field, "unknown key(s) %s" % ", ".join(sorted(extra)))
-            if not low < high or (log and low <= 0):
-                raise ScenarioError(path, _line_of(text, field), field,
-                                    "need low < high (and low > 0 with log): %g, %g" % (low, high))
-            space[field] = (low, high, log)
-            return
-        for k, v in node.items():
-            if not isinstance(v, dict):
-                field = ".".join(prefix + [k])
-                raise ScenarioError(path, _line_of(text, field), field, "expected a table with low and high")
-            walk(v, prefix + [k])
-
-    walk(raw, [])
-    if not space:
-        raise ScenarioError(path, None, "exclude", "the search space is empty")
-    return space
-
-
-def overlay(params):
-    """{'rmdac.linear.wp': 900.0, ...} -> nested tables {'rmdac': {'linear': {'wp': 900.0}}}."""
-    out = {}
-    for key, v in params.items():
-        *tables, leaf = key.split(".")
-        node = out
-        for t in tables:
-            node = node.setdefault(t, {})
-        node[leaf] = v
-    return out
-
-
-def _applicable(data, params):
-    """Only the fields whose table the scenario writes: a behaviour table written by the
-    overlay would switch that behaviour on in a scenario that does not use it."""
-    keep = {}
-    for key, v in params.items():
-        node = data
-        for t in key.split(".")[:-1]:
-            node = node.get(t) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            keep[key] = v
-    return keep
-
-
-def thesis_values(data, space):
-    """The scenario's own value of every search-space field (schema default if unwritten)."""
-    out = {}
-    for key in space:
-        node = data
-        for t in key.split("."):
-            node = node.get(t) if isinstance(node, dict) else None
-        out[key] = float(node) if node is not None else float(_schema_field(key)[1] or 0.0)
-    return out
 
 
 # ---- runs and scores ----------------------------------------------------------------------
@@ -289,77 +170,6 @@ def optimise(url, out, name, trials, timeout, workers, cases, baselines, space, 
     return time.perf_counter() - t0
 
 
-# ---- output -------------------------------------------------------------------------------
-def _fmt_value(v):
-    return repr(float(v))
-
-
-def gains_toml(params, header):
-    """The best gains as an overlay a scenario can `extends` (after its own base)."""
-    tree = overlay(params)
-    lines = ["# " + h for h in header] + [""]
-
-    def emit(node, prefix):
-        leaves = [(k, v) for k, v in node.items() if not isinstance(v, dict)]
-        if leaves:
-            lines.append("[%s]" % ".".join(prefix))
-            lines.extend("%s = %s" % (k, _fmt_value(v)) for k, v in sorted(leaves))
-            lines.append("")
-        for k, v in node.items():
-            if isinstance(v, dict):
-                emit(v, prefix + [k])
-
-    emit(tree, [])
-    return "\n".join(lines)
-
-
-def plots(study, out):
-    """Optuna's optimisation history, parameter importances and the contour of the two most
-    important parameters, as PNGs. Returns (file, caption) pairs and the importances."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import optuna
-    import optuna.visualization.matplotlib as vis
-    made, importance = [], {}
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    try:
-        importance = optuna.importance.get_param_importances(study)
-    except (RuntimeError, ValueError) as e:   # too few complete trials
-        made.append(("", "parameter importances: %s" % e))
-    jobs = [("history.png", "optimisation history", lambda: vis.plot_optimization_history(study))]
-    if importance:
-        jobs.append(("importances.png", "parameter importances (fANOVA)", lambda: vis.plot_param_importances(study)))
-        top = list(importance)[:2]
-        if len(top) == 2:
-            jobs.append(("contour.png", "objective over %s and %s" % tuple(top),
-                         lambda: vis.plot_contour(study, params=top)))
-    for fname, caption, draw in jobs:
-        try:
-            ax = draw()
-            fig = (ax.flat[0] if hasattr(ax, "flat") else ax).figure
-            fig.set_size_inches(8, 5)
-            fig.savefig(Path(out) / fname, dpi=80, bbox_inches="tight")
-            plt.close(fig)
-            made.append((fname, caption))
-        except Exception as e:  # a plot must never lose the gains or the report
-            made.append(("", "%s failed: %r" % (caption, e)))
-    return made, importance
-
-
-def thesis_figure(path):
-    """(e_rms, phi_rms, where) of the thesis row a scenario file is, or None."""
-    from host import experiments
-    p = Path(path).resolve()
-    for name, fname, e_t, p_t, _q, where in experiments.ROWS:
-        for d in (experiments.SCEN, ROOT / "scenarios" / "tuned"):
-            if p == (d / fname).resolve():
-                return e_t, p_t, where
-    if p == (ROOT / "scenarios" / "reference.toml").resolve():
-        return experiments.ROWS[0][2], experiments.ROWS[0][3], experiments.ROWS[0][5]
-    return None
-
-
 def _both(c, params):
     return c, run_case(c, None), run_case(c, params)
 
@@ -369,80 +179,6 @@ def validate(rows, params, jobs):
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
         return list(ex.map(_both, rows, [params] * len(rows)))
-
-
-def _e(x, spec="%.3e"):
-    return "" if x is None else spec % x
-
-
-def study_span(study):
-    """(worker processes that ran trials, minutes from the first start to the last end)."""
-    done = [t for t in study.trials if t.datetime_complete]
-    if not done:
-        return 0, 0.0
-    t0 = min(t.datetime_start for t in done)
-    t1 = max(t.datetime_complete for t in done)
-    return len({t.user_attrs.get("worker") for t in done}), (t1 - t0).total_seconds() / 60
-
-
-def report(out, study, meta, results, made, importance, thesis, best):
-    span = study_span(study)
-    lines = ["# Gain tuning: thesis gains vs tuned gains", "",
-             "Generated by `linkteam tune` (host/tune.py) on %s. Study `%s` (%s), TPE sampler, median pruner; "
-             "objective: %s over the training runs of J = e_rms/e_rms(thesis gains) + %.1f max(0, phi ratio - 1) "
-             "+ %.1f (saturated-tick fraction above the thesis gains'); a diverged run scores %g."
-             % (time.strftime("%Y-%m-%d %H:%M"), meta["study"], meta["storage"], meta["objective"], W_PHI, W_SAT, DIVERGED),
-             "", "Study started by `%s`; this report by `%s`." % (study.user_attrs.get("command", "?"), meta["command"]),
-             "", "Training runs: %s. Trials in the study: %d (%d complete, %d pruned), run by %d worker process(es) "
-             "over %.0f min (first start to last end); this invocation added %d with %d worker(s) in %.0f s. "
-             "Best trial #%d, objective %.4f (the thesis gains score 1 on each nominal training run)."
-             % (", ".join(meta["training"]), meta["n_trials"], meta["complete"], meta["pruned"], span[0], span[1],
-                meta["added"], meta["workers"], meta["wall"], best.number, best.value), "",
-             "## Rows: thesis gains vs tuned gains", "",
-             "'seen' = run in training (the robustness variants of a training scenario count as seen with --robust). "
-             "Ratios below 1: the tuned gains are better.", "",
-             "| row | seen in training | thesis figure e_rms (m) | e_rms thesis gains (m) | e_rms tuned (m) "
-             "| tuned / thesis gains | tuned / thesis figure | phi_rms thesis gains (rad) | phi_rms tuned (rad) | status tuned |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for c, r0, r1 in results:
-        fig = thesis_figure(c["path"]) if not c["change"] else None
-        ratio = r1["e_rms"] / r0["e_rms"] if r0["status"] == r1["status"] == "ok" else None
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            c["label"], "yes" if c.get("seen") else "no", _e(fig[0]) if fig else "",
-            _e(r0["e_rms"]) + ("" if r0["status"] == "ok" else " (aborted)"),
-            _e(r1["e_rms"]) + ("" if r1["status"] == "ok" else " (aborted)"),
-            _e(ratio, "%.2f"), _e(r1["e_rms"] / fig[0], "%.2f") if fig and r1["status"] == "ok" else "",
-            _e(r0["phi_rms"]), _e(r1["phi_rms"]),
-            r1["status"] + (": " + r1["reason"] if r1["reason"] else "")))
-    lines += ["", "## Gains", "", "| field | thesis gains | tuned | range searched | importance |", "|---|---|---|---|---|"]
-    for key, (lo, hi, log) in meta["space"].items():
-        lines.append("| %s | %.4g | %.4g | %.4g .. %.4g%s | %s |" % (
-            key, thesis[key], best.params[key], lo, hi, " (log)" if log else "",
-            "%.3f" % importance[key] if key in importance else ""))
-    lines += ["", "The tuned gains are `gains.toml` beside this report: a scenario takes them with "
-              "`extends = [\"its-base.toml\", \"gains.toml\"]`.", "", "## Study plots", ""]
-    for fname, caption in made:
-        lines += ["**%s**" % caption, "", "![%s](%s)" % (caption, fname) if fname else "", ""]
-    path = Path(out) / "report.md"
-    path.write_text("\n".join(lines))
-    return path
-
-
-def ship(gains, dest):
-    """scenarios/tuned/: the overlay, and one scenario per thesis row that RMDAC drives (not
-    the centralised baselines) that extends the row and then the overlay."""
-    from host import experiments
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "gains.toml").write_text(Path(gains).read_text())
-    rel = os.path.relpath(experiments.SCEN, dest)
-    for name, fname, _e_t, _p_t, _q_t, where in experiments.ROWS:
-        if read_toml(experiments.SCEN / fname)[0].get("controller", {}).get("kind", "multiagent") != "multiagent":
-            continue
-        (dest / fname).write_text(
-            "# %s (%s) with the tuned gains of gains.toml (linkteam tune; docs in host/tune.py).\n"
-            'extends = ["%s/%s", "gains.toml"]\nname = "tuned-%s"\n' % (name, where, rel, fname, name))
-    return dest
 
 
 def command(a):
@@ -512,6 +248,7 @@ def main(a):
     for c, r0, r1 in results:
         print("%-28s thesis gains %s  tuned %s  %s" % (c["label"], _e(r0["e_rms"]), _e(r1["e_rms"]), r1["status"]))
     meta = {"study": name, "storage": a.storage or str(out / "study.journal"), "objective": a.objective,
+            "weights": (W_PHI, W_SAT, DIVERGED),
             "training": [c["label"] for c in cases], "n_trials": len(states), "complete": complete,
             "pruned": states.count(optuna.trial.TrialState.PRUNED), "added": a.trials, "workers": a.workers,
             "wall": wall, "robust": a.robust, "space": space, "command": command(a)}

@@ -6,7 +6,7 @@ from host.scenario import ScenarioError, load
 
 optuna = pytest.importorskip("optuna", reason="optuna is not installed (pip install optuna)")
 
-from host import tune  # noqa: E402  (needs optuna at run time)
+from host import tune, tune_space  # noqa: E402  (needs optuna at run time)
 from host.cli import main  # noqa: E402
 from tests.test_experiments import ROOT, THESIS  # noqa: E402
 
@@ -61,24 +61,24 @@ def test_two_workers_share_one_journal_study(tmp_path):
 def test_space_file_changes_and_errors(tmp_path):
     data = {"rmdac": {"linear": {"wp": 100.0, "wv": 10.0, "alpha": 2.0},
                       "rotation": {"wp": 50.0, "wv": 5.0}}}
-    space = tune.default_space(data)
+    space = tune_space.default_space(data)
     assert space["rmdac.linear.wp"] == (25.0, 400.0, True)
     assert "rmdac.linear.beta" not in space                            # a zero gain is not searched
     f = tmp_path / "space.toml"
     f.write_text('exclude = ["rmdac.rotation.u2"]\n\n[behaviours.centering.kq]\nlow = 10.0\nhigh = 300.0\nlog = true\n')
-    changed = tune.load_space(f, space)
+    changed = tune_space.load_space(f, space)
     assert changed["behaviours.centering.kq"] == (10.0, 300.0, True) and "rmdac.rotation.u2" not in changed
     f.write_text('[rmdac.linear.wq]\nlow = 1.0\nhigh = 2.0\n')
     with pytest.raises(ScenarioError, match=r"space.toml:1: rmdac.linear.wq: not a number field"):
-        tune.load_space(f, space)
+        tune_space.load_space(f, space)
     f.write_text('\n[rmdac.linear.wp]\nlow = 0.0\nhigh = 2.0\nlog = true\n')
     with pytest.raises(ScenarioError, match=r"space.toml:2: rmdac.linear.wp: need low < high"):
-        tune.load_space(f, space)
+        tune_space.load_space(f, space)
 
 
 def test_behaviour_gains_apply_only_where_the_behaviour_is_on():
     data = {"rmdac": {"linear": {"wp": 1.0}}, "behaviours": {"proxy": {}}}
-    kept = tune._applicable(data, {"rmdac.linear.wp": 2.0, "behaviours.centering.kq": 50.0})
+    kept = tune_space._applicable(data, {"rmdac.linear.wp": 2.0, "behaviours.centering.kq": 50.0})
     assert kept == {"rmdac.linear.wp": 2.0}
 
 
