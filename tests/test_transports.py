@@ -51,3 +51,20 @@ def test_serial_transport_talks_to_a_micropython_node(tmp_path):
         os.close(slave)
         p.kill()
         p.wait()
+
+
+def test_udp_port_ranges_stay_below_the_ephemeral_range():
+    """The nodes' loopback-UDP addresses are chosen where the kernel never puts a socket of
+    its own choosing (/proc/sys/net/ipv4/ip_local_port_range), and are free when chosen."""
+    import socket
+
+    from host.transports.udp import ephemeral_ports, free_base_port
+    lo = ephemeral_ports()[0]
+    for _ in range(20):
+        base = free_base_port(21)
+        assert 10000 <= base and base + 21 < lo
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", base))
+    finally:
+        s.close()

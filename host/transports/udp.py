@@ -12,11 +12,24 @@ from bus_protocol import messages as m
 from host.transports.base import Transport
 
 
+def ephemeral_ports():
+    """The kernel's range for ports it hands out by itself (Linux; elsewhere IANA's)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
 def free_base_port(n_nodes, host="127.0.0.1", tries=50):
-    """A base port with base..base+n all free on host (best effort)."""
+    """A base port with base..base+n all free on host, below the ephemeral range (a port
+    the kernel gives any other socket in the meantime would take a node's address). Best
+    effort: the nodes bind later, so two runs started at the same moment can still meet."""
     import random
+    top = min(ephemeral_ports()[0], 65536) - n_nodes - 1
     for _ in range(tries):
-        base = random.randint(20000, 60000 - n_nodes - 1)
+        base = random.randint(10000, top)
         socks = []
         try:
             for k in range(n_nodes + 1):
