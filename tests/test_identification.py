@@ -102,6 +102,22 @@ def test_spatial_payload_identified_with_all_ten_parameters():
     assert math.dist([x / th[0] for x in th[1:4]], [0.0, 0.03, 0.06]) < 0.01   # centroid
 
 
+def _last_link_weights(sc):
+    """Run sc in process; (loop, the force_z of every ASSERT the last link sent)."""
+    loop = ControlLoop(sc, "inprocess")
+    forces = []
+    rx = loop.gp.on_frame
+
+    def tap(f):
+        d = m.Decoder().decode(f)
+        if d and d[0] == m.ASSERT and d[4][1] == sc.n:
+            forces.append(d[4][8])
+        return rx(f)
+    loop.gp.on_frame = tap
+    assert inprocess.run(loop).status == "ok"
+    return loop, forces
+
+
 def test_identified_payload_goes_into_the_weight_assertion():
     """Not told of the load, the last link's weight assertion carries the estimated mass
     once the estimate is in use: at the end of a 2 s run -(m_link + m_hat) g, m_hat near
@@ -109,30 +125,16 @@ def test_identified_payload_goes_into_the_weight_assertion():
     sc = scenario.load(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
     assert "load" not in sc.agent_configs[-1]
     sc.duration = 2.0
-    loop = ControlLoop(sc, "inprocess")
-    asserts = []
-    rx = loop.gp.on_frame
-
-    def tap(f):
-        d = m.Decoder().decode(f)
-        if d and d[0] == m.ASSERT and d[4][1] == sc.n:
-            asserts.append(d[4][8])
-        return rx(f)
-    loop.gp.on_frame = tap
-    bus = inprocess.LoopbackBus([], loop.gp.on_frame)
-    bus.agents = inprocess.make_agents(sc, bus.send)
-    loop.agents = bus.agents
-    assert loop.run(lambda fr, k, deadline: bus.run(fr)).status == "ok"
-    m_hat = loop.agents[-1].ident.est.theta[0]
-    assert asserts[0] == pytest.approx(0.5 * 9.81, rel=1e-6)          # before the estimate is used
-    assert asserts[-1] == pytest.approx((0.5 + m_hat) * 9.81, rel=1e-3)
+    loop, forces = _last_link_weights(sc)
+    m_hat = loop.bus.agents[-1].ident.est.theta[0]
+    assert forces[0] == pytest.approx(0.5 * 9.81, rel=1e-6)          # before the estimate is used
+    assert forces[-1] == pytest.approx((0.5 + m_hat) * 9.81, rel=1e-3)
     assert abs(m_hat - 3.0) < 0.15
 
 
 def test_known_payload_goes_into_the_weight_assertion():
     """Told of the load, the last link asserts the weight of itself and the load at p_N:
     the force is -(m_link + m_load) g."""
-    sc = scenario.load(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
     data, sources = scenario.read_toml(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
     data.pop("identification")
     data["payload"]["known"] = True
@@ -140,19 +142,9 @@ def test_known_payload_goes_into_the_weight_assertion():
     last = sc.agent_configs[-1]
     assert last["load"] == {"mass": 3.0, "h": [0.0, pytest.approx(0.09), pytest.approx(0.18)]}
     assert "identify" not in last
-    loop = ControlLoop(sc, "inprocess")
-    asserts = []
-    rx = loop.gp.on_frame
-
-    def tap(f):
-        d = m.Decoder().decode(f)
-        if d and d[0] == m.ASSERT and d[4][1] == sc.n:
-            asserts.append(d[4])
-        return rx(f)
-    loop.gp.on_frame = tap
     sc.duration = 0.05
-    inprocess.run(loop)
-    assert asserts and asserts[0][8] == pytest.approx((0.5 + 3.0) * 9.81, rel=1e-6)
+    _, forces = _last_link_weights(sc)
+    assert forces and forces[0] == pytest.approx((0.5 + 3.0) * 9.81, rel=1e-6)
 
 
 def test_identification_fields_checked():
