@@ -5,7 +5,8 @@ import tomllib
 from pathlib import Path
 
 from host.rmdac import U1_NAMES
-from host.scenario import SCHEMA, ScenarioError, _line_of
+from host.errors import ScenarioError
+from host.scenario_schema import SCHEMA, _line_of
 
 GAIN_TABLES = ("linear", "rotation")
 
