@@ -55,3 +55,10 @@ def run_both(script, stdin=None, timeout=300):
                        input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
     assert r.returncode == 0, r.stderr[-3000:]
     return mp, r.stdout
+
+
+def same_under_both(script, stdin=None):
+    """run_both for a script that must print the same under both interpreters: its lines."""
+    mp, cp = run_both(script, stdin=stdin)
+    assert mp == cp
+    return cp.splitlines()

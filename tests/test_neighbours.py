@@ -7,15 +7,13 @@ import pytest
 
 from bus_protocol import states as sc
 from tests import mp_neighbours as nb
-from tests.conftest import run_both
+from tests.conftest import same_under_both
 from tests.dh_reference import fk
 
 
 @pytest.fixture(scope="module")
 def rows():
-    mp, cp = run_both("mp_neighbours.py")
-    assert mp == cp
-    cpy = cp.splitlines()
+    cpy = same_under_both("mp_neighbours.py")
     out = {}
     for line in cpy:
         f = line.split()

@@ -4,16 +4,14 @@ frames under MicroPython and CPython give the same lines."""
 import pytest
 
 from bus_protocol import states as sc
-from tests.conftest import run_both
+from tests.conftest import same_under_both
 
 KQ, KW = 2000.0, 40.0   # the rig's brake gains
 
 
 @pytest.fixture(scope="module")
 def lines():
-    mp, cp = run_both("mp_safety.py")
-    assert mp == cp
-    cpy = cp.splitlines()
+    cpy = same_under_both("mp_safety.py")
     out = {}
     for line in cpy:
         case, rest = line.split(" ", 1) if " u_sat=" not in line else (line.split(" ")[0], line.split(" ", 2)[2])
