@@ -39,6 +39,9 @@ def run(path="/config.json", idle_exit_ms=0):
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
     quiet_ms = int(cfg.get("quiet_ms", 2))
+    # a lossy bus (bus faults injected): how long the bus may stay quiet before a goal that
+    # did not come is replaced by the last one (wall clock, lockstep); 0: wait for it
+    goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
     gc.collect()
     idle = 0
     gc_tick = -1
@@ -52,12 +55,18 @@ def run(path="/config.json", idle_exit_ms=0):
             continue
         wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
         pending = agent.pending()
+        goal_ms = goal_quiet[1 if agent.lockstep else 0]
+        awaits = goal_ms and not pending and 0 <= t != agent.acted_tick
         if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
             wait_ms = quiet_ms
+        elif awaits:
+            wait_ms = goal_ms
         if board.wait(wait_ms):
             continue
         if pending:
             agent.on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
+        elif awaits:
+            agent.on_quiet()        # act on the last goal (stale goal), as in-process
         agent.idle()
         idle += wait_ms
         if idle_exit_ms and idle >= idle_exit_ms:

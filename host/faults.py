@@ -19,7 +19,8 @@ def fault_summary(loop):
                if text.startswith(("fault ", "neighbour "))]
     events = [{"t": round(t, 4), "link": link, "text": text} for t, link, text in gp.events]
     out = {"injected": [f.describe() for f in loop.faults.faults], "reports": reports, "team": events,
-           "bus": {"lost": loop.faults.lost, "corrupted": loop.faults.corrupted, "delayed": loop.faults.delayed},
+           "bus": {"lost": loop.faults.lost, "corrupted": loop.faults.corrupted, "delayed": loop.faults.delayed,
+                   "counted_on": loop.faults.counted},
            "stale_goals": gp.stale_ee, "members": [int(i + 1) for i in range(gp.n) if gp.member[i]]}
     out["per_fault"] = [_timing(f, reports, events, gp) for f in loop.faults.faults]
     return out

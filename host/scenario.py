@@ -5,7 +5,6 @@ and range; a missing, unknown or out-of-range field is a `ScenarioError` naming 
 the line and the field. The result is plain data: `arm` (sim_host's dict), `agent_configs` (one dict per
 link, what a board reads as JSON), RMDAC gains, trajectory knots and obstacles.
 """
-import math
 import re
 import tomllib
 from pathlib import Path
@@ -125,10 +124,7 @@ class Scenario:
         for f in self.faults:
             if f["kind"] not in fault_kinds.NODE_KINDS or f["link"] is None or not 1 <= f["link"] <= self.n:
                 continue   # (a bad entry: _check_semantics says so)
-            start = math.ceil(f["start"] * rate - 1e-9)
-            end = -1 if f["end"] is None else math.ceil(f["end"] * rate - 1e-9)
-            period = 0 if f["period"] is None else max(1, round(f["period"] * rate))
-            duty = 0 if f["period"] is None else max(1, round((f["duty"] or 1.0) * f["period"] * rate))
+            start, end, period, duty = fault_kinds.schedule_ticks(f, rate)
             value = [f["target"] or "kinematic", 0.1 if f["offset"] is None else f["offset"]]
             self.agent_configs[f["link"] - 1].setdefault("inject", []).append(
                 [fault_kinds.INJECT_CODES[f["kind"]], start, end, period, duty, value])

@@ -94,8 +94,10 @@ class FaultSet:
 
     def __init__(self, specs, seed=0):
         self.faults = [Fault(s, i, seed) for i, s in enumerate(specs)]
+        self.seed = seed
         self.frozen = {}     # encoder_dead: link -> (q, qd) when it died
         self.lost = 0        # bus frames dropped, corrupted, delayed
+        self.counted = "every wire"   # processes mode: the host's port (each node counts its own)
         self.corrupted = 0
         self.delayed = 0
 
@@ -193,6 +195,31 @@ def check(specs, n, fail):
                 fail(k, key, "must be in [%g, %g], got %g" % (lo, hi, f[key]))
         if f.get("target") is not None and f["target"] not in ("kinematic", "torque"):
             fail(k, "target", "must be kinematic or torque, got %r" % (f["target"],))
+
+
+def schedule_ticks(f, rate):
+    """A [[fault]] entry's schedule in control ticks at `rate` Hz: (start, end (-1: none),
+    period (0: steady), duty), as the node firmware and bus_protocol.wire_faults take it."""
+    start = math.ceil((f.get("start") or 0.0) * rate - 1e-9)
+    end = -1 if f.get("end") is None else math.ceil(f["end"] * rate - 1e-9)
+    period = 0 if f.get("period") is None else max(1, round(f["period"] * rate))
+    duty = 0 if f.get("period") is None else max(1, round((f.get("duty") or 1.0) * f["period"] * rate))
+    return start, end, period, duty
+
+
+def wire_specs(specs, rate):
+    """The bus faults of [[fault]] entries for bus_protocol.wire_faults.WireFaults (processes
+    mode: every node's port and the host's transport apply them)."""
+    from bus_protocol.wire_faults import KIND_CODES
+    out = []
+    for f in specs:
+        if f["kind"] in BUS_KINDS:
+            p = {k: (f.get(k) if f.get(k) is not None else v) for k, v in KINDS[f["kind"]][1].items()}
+            a, b = {"frame_loss": (p.get("rate"), 0.0), "corrupt": (p.get("ber"), 0.0),
+                    "latency": (p.get("delay_ms"), p.get("jitter_ms"))}[f["kind"]]
+            link = -1 if f.get("link") is None else f["link"]
+            out.append([KIND_CODES[f["kind"]], link] + list(schedule_ticks(f, rate)) + [float(a), float(b)])
+    return out
 
 
 PARAMS = sorted({p for _, params in KINDS.values() for p in params})

@@ -84,8 +84,16 @@ class UnixBoard:
         for p in self.ports:
             self._poll.register(p.fileno(), select.POLLIN)
         self._paced = baud > 0
+        if bus.get("faults"):   # the run injects bus faults: the wires misbehave
+            from bus_protocol.wire_faults import WireFaults
+            faults = WireFaults(bus["faults"], int(bus.get("fault_seed", 0)))
+            for p in self.ports:
+                p.faults, p.me = faults, int(cfg["link"])
+            self._paced = True   # delayed frames wait in the ports' queues
 
     def node(self, agent):
+        for p in self.ports:
+            p.clock = agent   # bus faults follow the run's ticks
         if self.name == "unix-pty":
             return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048, ring=self.ring,
                                       overhear=self.overhear)

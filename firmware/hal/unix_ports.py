@@ -7,7 +7,8 @@ import socket
 import sys
 import time
 
-from bus_protocol import can_ids, medium
+from bus_protocol import can_ids, framing, medium
+from bus_protocol import messages as m
 
 try:
     import termios
@@ -31,12 +32,19 @@ class _Paced:
         self._q = []          # [due_us, bytes]
         self._free = 0        # when the line is idle again (ticks_us)
 
-    def _queue(self, data, nbytes):
+    def _queue(self, data, nbytes, delay_us=0):
+        """Out when the line has shifted it (after what is queued), plus `delay_us` of
+        wire latency (a frame with less may overtake it: jitter)."""
         now = _ticks()
         start = self._free if time.ticks_diff(self._free, now) > 0 else now
         due = time.ticks_add(start, nbytes * self.us_per_byte)
         self._free = due
-        self._q.append((due, data))
+        due = time.ticks_add(due, delay_us)
+        q = self._q
+        k = len(q)
+        while k and time.ticks_diff(q[k - 1][0], due) > 0:
+            k -= 1
+        q.insert(k, (due, data))
 
     def due_in_us(self):
         """Microseconds until the next queued write is due; -1 if none."""
@@ -52,7 +60,21 @@ class _Paced:
             self._raw_write(q.pop(0)[1])
 
 
-class StreamPort(_Paced):
+class _Faulty:
+    """Bus faults of the emulated wire (bus_protocol.wire_faults; set by
+    firmware/hal/unix.py when the run injects them): the frames this node sends (src
+    `me`) are lost, corrupted or delayed as they enter the medium; frames it passes on
+    have had theirs where they entered. `clock` gives the tick (the agent)."""
+    faults = None
+    me = -1
+    clock = None
+
+    def _fault(self, frame):
+        """-> -1 (lost) or the delay in us; corrupts `frame` (a bytearray) in place."""
+        return self.faults.apply(self.clock.tick, frame, len(frame))
+
+
+class StreamPort(_Paced, _Faulty):
     """A UART-like byte port on a file object (pty slave opened by path, or an
     inherited pty master on stdin). write(buf[, n]) -> n ; readinto(buf) -> n or None."""
 
@@ -67,10 +89,43 @@ class StreamPort(_Paced):
     def write(self, buf, n=None):
         if n is not None and n < len(buf):
             buf = memoryview(buf)[:n]
+        if self.faults is not None:
+            return self._write_faulty(buf)
         if self.us_per_byte:
             self._queue(bytes(buf), len(buf))
             return len(buf)
         return self._raw_write(buf)
+
+    def _write_faulty(self, buf):
+        """COBS frames buf[i:j] + 0x00 one by one: the node's own through _fault."""
+        n = len(buf)
+        i = 0
+        while i < n:
+            j = framing.find0(buf, i, n)
+            if j < 0:
+                j = n
+            wire = buf[i:j + 1]
+            src = framing.cobs_peek(buf, i, j, 1)
+            if src == self.me:
+                frame = bytearray(m.MAX_FRAME)
+                k = framing.cobs_decode_into(buf, i, j, frame)
+                if k >= 0:
+                    frame = frame[:k]
+                    delay = self._fault(frame)
+                    if delay < 0:
+                        i = j + 1
+                        continue
+                    wire = framing.uart_frame(frame)
+                    if delay or self.us_per_byte:
+                        self._queue(wire, len(wire), delay)
+                        wire = None
+            if wire is not None:
+                if self.us_per_byte:
+                    self._queue(bytes(wire), len(wire))
+                else:
+                    self._raw_write(wire)
+            i = j + 1
+        return n
 
     def _raw_write(self, buf):
         n = 0
@@ -115,7 +170,7 @@ def open_pty(path, baud=0):
     return StreamPort(f, baud)
 
 
-class UdpPort(_Paced):
+class UdpPort(_Paced, _Faulty):
     """CAN-FD on loopback UDP. One datagram = 4-byte little-endian 29-bit CAN id +
     the FD data field (logical frame + padding, can_ids.fd_payload). Node k listens on
     base_port + k (host: k = 0). Acceptance filtering is done at the sender (a frame
@@ -139,23 +194,32 @@ class UdpPort(_Paced):
 
     def send(self, frame):
         dst = frame[2]
-        cid = can_ids.can_id(frame[0], frame[1], dst)
+        cid = can_ids.can_id(frame[0], frame[1], dst)   # arbitration: as sent
+        near = self.overhear if frame[0] == m.KINEMATIC else 0
+        delay = 0
+        if self.faults is not None:   # the data field's bits: the receivers' CRC catches them
+            frame = bytearray(frame)
+            delay = self._fault(frame)
+            if delay < 0:
+                return
         h = self._hdr
         h[0] = cid & 0xFF
         h[1] = (cid >> 8) & 0xFF
         h[2] = (cid >> 16) & 0xFF
         h[3] = (cid >> 24) & 0xFF
-        dgram = bytes(h) + can_ids.fd_payload(frame)
+        item = (dst, near, bytes(h) + can_ids.fd_payload(frame))
         if self.bitrate:   # one "byte" of the pacer = this frame's line time
             self.us_per_byte = int(medium.fd_frame_seconds(len(frame), self.bitrate) * 1000000)
-            self._queue((dst, dgram), 1)
-            return
-        self._raw_write((dst, dgram))
+            self._queue(item, 1, delay)
+        elif delay:
+            self._queue(item, 0, delay)
+        else:
+            self._raw_write(item)
 
     def _raw_write(self, item):
-        dst, dgram = item
-        for k in medium.receivers(dst, self.me, len(self.addrs) - 1, self.overhear if dgram[4] == 3 else 0):
-            self.s.sendto(dgram, self.addrs[k])   # (dgram[4]: the frame's type; 3 = KINEMATIC)
+        dst, near, dgram = item
+        for k in medium.receivers(dst, self.me, len(self.addrs) - 1, near):
+            self.s.sendto(dgram, self.addrs[k])
 
     def recv(self):
         try:

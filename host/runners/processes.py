@@ -40,10 +40,17 @@ from bus_protocol import messages as m
 from host.runners import desktop, wallclock
 from host.runners.base import Aborted
 from host.runners.children import micropython_path
-from sim_host.faults import BUS_KINDS
+from sim_host.faults import wire_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 _LIVE = set()
+# A lossy bus (bus faults injected): how long the bus stays quiet before a node acts on
+# its last goal (wall clock, lockstep; firmware/main.py) and before the host sends the goal
+# from the last K_N (wallclock.make_exchange stale_after): the in-process bus's "quiet",
+# which a machine of processes can only time. Lockstep's are long enough that a busy
+# machine does not trip them (a cycle takes 5-10 ms), so the same frames lost give the same run.
+GOAL_QUIET_MS = (6, 50)
+STALE_AFTER_S = (0.003, 0.02)
 
 
 @atexit.register
@@ -62,7 +69,8 @@ class Cluster:
 
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
                  wire="socket", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
-                 joint_io="wire", heapsize="256K", realtime=True, topology="ring", grouping=None):
+                 joint_io="wire", heapsize="256K", realtime=True, topology="ring", grouping=None,
+                 bus_faults=(), fault_seed=0):
         self.sc, self.bus, self.baud = sc, bus, baud
         self.groups = node_groups(sc.n, grouping)   # (first, last) link of each node process
         if topology not in ("ring", "chain"):
@@ -87,6 +95,9 @@ class Cluster:
         self.wire = wire                # uart wires: "pty" pairs or "socket" (AF_UNIX socketpairs)
         self.entry = entry              # code run by each process, %r = its config path
         self.extra_path = extra_path    # another directory for sys.path (benchmarks)
+        # bus faults (bus_protocol.wire_faults specs): every node's ports apply them to
+        # what it sends, the host's transport to what the host sends (run() wraps it)
+        self.bus_faults, self.fault_seed = list(bus_faults), fault_seed
 
     # ---- lifecycle ------------------------------------------------------------
     def __enter__(self):
@@ -168,6 +179,9 @@ class Cluster:
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
             if overhear:   # neighbours' packets: CAN filters take them, UART nodes pass them on
                 cfgs[i]["bus"]["overhear"] = overhear
+            if self.bus_faults:
+                cfgs[i]["bus"].update(faults=self.bus_faults, fault_seed=self.fault_seed)
+                cfgs[i]["goal_quiet_ms"] = GOAL_QUIET_MS
             path = self.dir / ("link%02d.json" % (i + 1))
             path.write_text(json.dumps(cfgs[i]))
             log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
@@ -376,20 +390,27 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     stats = loop.stats
     stats.bus, stats.baud = bus, baud
     stats.topology = topology if bus == "uart" else None
-    unsupported = [f.describe() for f in loop.faults.faults if f.kind in BUS_KINDS
-                   or (f.kind == "node_crash" and f.schedule.end < float("inf"))]
+    unsupported = [f.describe() for f in loop.faults.faults
+                   if f.kind == "node_crash" and f.schedule.end < float("inf")]
     if unsupported:   # say so rather than run without them
-        stats.abort("processes mode emulates no bus faults (frame_loss, corrupt, latency: in-process "
-                    "only) and a killed process does not come back (node_crash without end): %s"
+        stats.abort("in processes mode a killed process does not come back (node_crash without end): %s"
                     % "; ".join(unsupported))
+        return stats
+    specs = wire_specs(loop.sc.faults, loop.sc.control_rate_hz)
+    if specs and grouping is not None:
+        stats.abort("bus faults are emulated by single-link nodes' ports: run them without --grouping")
         return stats
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
-                          topology=topology, grouping=grouping).__enter__()
+                          topology=topology, grouping=grouping, bus_faults=specs,
+                          fault_seed=loop.faults.seed).__enter__()
         stats.grouping = group_name(cluster.groups)
     except (Aborted, RuntimeError) as e:
         stats.abort(str(e))
         return stats
+    if specs:   # the host's own frames cross the faulty medium too
+        from host.transports.faulty import FaultyTransport
+        cluster.transport = FaultyTransport(cluster.transport, specs, loop.faults.seed, lambda: loop.gp.tick)
     pauses = None
     try:
         stats.node_ready = cluster.ready_lines
@@ -399,7 +420,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         if lockstep:
             exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
                                                timeout=stats.wait_with_patience(loop.sc),
-                                               straggler=0.5 if loop.faults else 0.0)
+                                               straggler=0.5 if loop.faults else 0.0,
+                                               stale_after=STALE_AFTER_S[1] if specs else 0.0)
             loop.run(_with_dead_nodes(loop, cluster, exchange, crashes), progress)
         else:
             pauses = desktop.start_vm_pauses()
@@ -407,7 +429,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
                 stats.vm_pauses = {"count": 0, "total_ms": 0.0, "ticks_moved": 0, "moved_ms": 0.0}
             with wallclock.realtime_host(stats, desktop.host_priority()) as rt:
                 exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
-                                                   sending=desktop.sending_priority(rt.fifo), pauses=pauses)
+                                                   sending=desktop.sending_priority(rt.fifo), pauses=pauses,
+                                                   stale_after=STALE_AFTER_S[0] if specs else 0.0)
                 loop.run(_with_dead_nodes(loop, cluster, exchange, crashes), progress,
                          wallclock.Schedule(stats, slowdown=slowdown))
         cpu1, host1 = cluster.cpu_seconds(), os.times()
@@ -415,6 +438,10 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         if cpu0 is not None and cpu1 is not None:   # where the machine's time goes, per tick
             stats.cpu_us_per_tick = {"links": round((cpu1 - cpu0) / ticks * 1e6),
                                      "host": round((host1.user + host1.system - host0.user - host0.system) / ticks * 1e6)}
+        if specs:   # what the host's port lost, corrupted, delayed
+            wf = cluster.transport.faults
+            f = loop.faults
+            f.lost, f.corrupted, f.delayed, f.counted = wf.lost, wf.corrupted, wf.delayed, "the host's port"
         if stats.status == "ok":
             wallclock.collect_status(loop.gp, cluster.transport)
         stats.node_logs = cluster.tail()

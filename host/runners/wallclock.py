@@ -77,7 +77,7 @@ class Schedule:
 
 
 def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
-                  pauses=None, timeout=5.0, straggler=0.0):
+                  pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0):
     """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
     what comes back to the goal process until every torque of tick k is in or `deadline`
     (perf_counter s) passes; deadline None (lockstep) waits for every torque, up to
@@ -89,8 +89,14 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
     `straggler` (s, runs with faults): a torque still missing that long after the goal went
     out is a silent node's, not a slow one's; the tick goes on without it. On a UART ring
     round a dead node (gp.dead) the tick's frames go into both ends and frames for links
-    that come round to the host are put into the tip's end (firmware/node.py)."""
+    that come round to the host are put into the tip's end (firmware/node.py). With
+    `stale_after` (s, a bus with injected faults) a cycle whose K_N has not come when
+    nothing for the host has come for that long gets the goal from the last K_N
+    (GoalProcess.close_stale), as the in-process bus does once it has gone quiet (with no
+    K_N yet the tick ends without a goal); a
+    transport that holds frames back (transports/faulty.py `due_in`) is woken for them."""
     perf_counter = time.perf_counter
+    held = getattr(transport, "due_in", None)
     if io is not None:
         poller = select.poll()
         for fd in transport.read_fds():
@@ -104,7 +110,8 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                     gp.on_frame(r)
                 if gp.complete:
                     return None
-                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
+                due = held() if held else None
+                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50, 50 if due is None else int(due * 1000 + 0.999))))
                 f = transport.recv(0)
             for r in io.recv_all():
                 gp.on_frame(r)
@@ -131,6 +138,7 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                 transport.send_batch(frames)
         gp.prepare()   # off the critical path: the kinematic wave is running now
         limit = t0 + timeout
+        t_heard = t0
         if deadline is not None:
             stats.tick_budget_ms.append((deadline - t0) * 1e3)
         while True:
@@ -166,8 +174,10 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                     return paused
                 wait = deadline - now
             else:
-                if straggler and gp.n_got and gp.closed and now >= t0 + straggler:
-                    return paused   # the goal went out, torques came, not this one's: silent
+                # the goal went out, torques came, not this one's: silent (a lossy bus: or
+                # none came, as when the tick's SYNC and K_0 were both lost)
+                if straggler and gp.closed and (gp.n_got or stale_after) and now >= t0 + straggler:
+                    return paused
                 if now >= limit:
                     if health:
                         health()
@@ -176,12 +186,25 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                         return paused   # hold: the missing links' last torques stay on
                     raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
                                   % (k, missing, timeout))
-                wait = max(0.0, (min(limit, t0 + straggler) if straggler and gp.n_got else limit) - now)
+                wait = max(0.0, (min(limit, t0 + straggler) if straggler and (gp.n_got or stale_after) else limit) - now)
+            if stale_after and not gp.closed:
+                if now >= t_heard + stale_after:
+                    t_heard = now
+                    out = gp.close_stale()   # K_N lost: the goal from the last one
+                    if not out:
+                        return paused   # none yet (the first ticks): no goal, no torque due
+                    with sending():
+                        transport.broadcast_batch(out)
+                    t_goal = perf_counter()
+                    continue
+                wait = min(wait, t_heard + stale_after - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
-                if f is not None and len(f) > 2 and relay and f[2] != m.BROADCAST:
+                if f is not None and len(f) > 2 and relay and 1 <= f[2] <= gp.n:
                     relay([f])   # a frame for a link, the long way round a dead node of a ring
-                continue
+                continue         # (not one whose address a bit error made up: it would circle)
+            if stale_after:
+                t_heard = perf_counter()
             out = gp.on_frame(f)
             if out:   # the goal batch (rebroadcast assertions, GOAL)
                 with sending():

@@ -66,17 +66,20 @@ class UdpTransport(Transport):
     def fileno(self):
         return self.sock.fileno()
 
-    def send(self, frame):
-        dst = frame[2]
+    def send(self, frame, as_sent=None):
+        """`as_sent`: the frame as addressed, where bus faults corrupted `frame` on the
+        way (the arbitration id and the receivers are the sender's; transports/faulty.py)."""
+        a = as_sent or frame
+        dst = a[2]
         data = can_ids.fd_payload(frame)
-        dgram = struct.pack("<I", can_ids.can_id(frame[0], frame[1], dst)) + data
+        dgram = struct.pack("<I", can_ids.can_id(a[0], a[1], dst)) + data
         if self.bitrate:
             now = time.perf_counter()
             due = max(now, self._line_free) + medium.fd_frame_seconds(len(frame), self.bitrate)
             self._line_free = due
             while time.perf_counter() < due:
                 time.sleep(max(0.0, min(due - time.perf_counter(), 0.0005)))
-        for k in medium.receivers(dst, self.me, len(self.addrs) - 1, self.overhear if frame[0] == m.KINEMATIC else 0):
+        for k in medium.receivers(dst, self.me, len(self.addrs) - 1, self.overhear if a[0] == m.KINEMATIC else 0):
             try:
                 self.sock.sendto(dgram, self.addrs[k])
             except OSError:
