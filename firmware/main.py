@@ -4,6 +4,7 @@
 import gc
 import json
 import sys
+import time
 
 from firmware import boards, safety
 from firmware.agent import LinkAgent
@@ -39,9 +40,12 @@ def run(path="/config.json", idle_exit_ms=0):
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
     quiet_ms = int(cfg.get("quiet_ms", 2))
-    # a lossy bus (bus faults injected): how long the bus may stay quiet before a goal that
-    # did not come is replaced by the last one (wall clock, lockstep); 0: wait for it
+    # a lossy bus (bus faults injected): how long a node waits for its goal, once it is
+    # due, before it acts on the last one (wall clock, lockstep); 0: wait for it
     goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
+    goal_tick = -1   # the tick whose goal this node waits for since goal_t0 (ms)
+    goal_t0 = 0
+    gave_up = -1     # the tick it acted on the last goal in
     gc.collect()
     idle = 0
     gc_tick = -1
@@ -56,17 +60,22 @@ def run(path="/config.json", idle_exit_ms=0):
         wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
         pending = agent.pending()
         goal_ms = goal_quiet[1 if agent.lockstep else 0]
-        awaits = goal_ms and not pending and 0 <= t != agent.acted_tick
+        awaits = goal_ms and not pending and 0 <= t != agent.acted_tick and t != gave_up
         if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
             wait_ms = quiet_ms
         elif awaits:
-            wait_ms = goal_ms
+            if goal_tick != t:
+                goal_tick = t
+                goal_t0 = time.ticks_ms()
+            wait_ms = goal_ms - time.ticks_diff(time.ticks_ms(), goal_t0)
+            if wait_ms <= 0:
+                agent.on_quiet()    # act on the last goal (stale goal), as in-process
+                gave_up = t
+                continue
         if board.wait(wait_ms):
             continue
         if pending:
             agent.on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
-        elif awaits:
-            agent.on_quiet()        # act on the last goal (stale goal), as in-process
         agent.idle()
         idle += wait_ms
         if idle_exit_ms and idle >= idle_exit_ms:

@@ -11,6 +11,8 @@ from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
 
+SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
+
 
 class GoalProcess:
     def __init__(self, sc):

@@ -7,7 +7,7 @@ import traceback
 
 import numpy as np
 
-from host.goal_process import GoalProcess
+from host.goal_process import SILENT, GoalProcess
 from host.logs import Recorder
 from host.runners.stats import RunStats
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
@@ -128,8 +128,12 @@ class ControlLoop:
             e_phi = float(np.linalg.norm(e_phi))
         ranges = self.hw.last_ranges
         rho = np.array([np.nan if r is None else r[2] for r in ranges])
+        # a link's state as its torque reported it; SILENT (-1) in a tick whose goal went
+        # out and no torque of its came (dead, silent, its goal lost): its driver brakes
+        # it after driver_timeout_ticks. member: in the host's team (1) or dropped (0).
+        state = np.where(gp.got | (not gp.closed), gp.states, SILENT)
         self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
-                     comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
+                     comp=gp.components.copy(), f=gp.goal[1], frames=p, state=state, member=gp.member, rho=rho,
                      contacts=len(plant.contacts()), late=float(self.late))
         if np.linalg.norm(e_p) > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"

@@ -90,10 +90,10 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
     out is a silent node's, not a slow one's; the tick goes on without it. On a UART ring
     round a dead node (gp.dead) the tick's frames go into both ends and frames for links
     that come round to the host are put into the tip's end (firmware/node.py). With
-    `stale_after` (s, a bus with injected faults) a cycle whose K_N has not come when
-    nothing for the host has come for that long gets the goal from the last K_N
+    `stale_after` (s, a bus with injected faults) a cycle whose K_N has not come that
+    long after it opened gets the goal from the last K_N
     (GoalProcess.close_stale), as the in-process bus does once it has gone quiet (with no
-    K_N yet the tick ends without a goal); a
+    K_N yet, lockstep: the tick ends without a goal after `straggler`); a
     transport that holds frames back (transports/faulty.py `due_in`) is woken for them."""
     perf_counter = time.perf_counter
     held = getattr(transport, "due_in", None)
@@ -123,6 +123,7 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
 
     def exchange(frames, k, deadline):
         t0 = perf_counter()
+        t_stale = t0 + stale_after
         t_goal = None
         paused = 0.0
         sched0 = sched.read()
@@ -138,11 +139,12 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                 transport.send_batch(frames)
         gp.prepare()   # off the critical path: the kinematic wave is running now
         limit = t0 + timeout
-        t_heard = t0
         if deadline is not None:
             stats.tick_budget_ms.append((deadline - t0) * 1e3)
         while True:
-            if gp.complete:
+            # (lockstep on a lossy bus: and the goal is out, or the K_N that would close the
+            # cycle is given up on; braked nodes report their torques before it comes)
+            if gp.complete and (gp.closed or deadline is not None or not stale_after):
                 stats.bus_cycle_ms.append((perf_counter() - t0) * 1e3)
                 if t_goal is not None:
                     stats.goal_sent_ms.append((t_goal - t0) * 1e3)
@@ -188,23 +190,23 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                                   % (k, missing, timeout))
                 wait = max(0.0, (min(limit, t0 + straggler) if straggler and (gp.n_got or stale_after) else limit) - now)
             if stale_after and not gp.closed:
-                if now >= t_heard + stale_after:
-                    t_heard = now
+                if now >= t_stale:
+                    t_stale = now + stale_after
                     out = gp.close_stale()   # K_N lost: the goal from the last one
-                    if not out:
-                        return paused   # none yet (the first ticks): no goal, no torque due
+                    if not out:   # none yet (the first ticks): no goal, no torque due
+                        if deadline is None and now >= t0 + straggler:
+                            return paused
+                        continue
                     with sending():
                         transport.broadcast_batch(out)
                     t_goal = perf_counter()
                     continue
-                wait = min(wait, t_heard + stale_after - now)
+                wait = min(wait, t_stale - now)
             f = recv(wait)
             if f is None or len(f) < 3 or f[2] != m.HOST:
                 if f is not None and len(f) > 2 and relay and 1 <= f[2] <= gp.n:
                     relay([f])   # a frame for a link, the long way round a dead node of a ring
                 continue         # (not one whose address a bit error made up: it would circle)
-            if stale_after:
-                t_heard = perf_counter()
             out = gp.on_frame(f)
             if out:   # the goal batch (rebroadcast assertions, GOAL)
                 with sending():
@@ -222,10 +224,14 @@ def reset_links(transport, lockstep):
 
 def collect_status(gp, transport, timeout=2.0):
     """After the last tick: PING every node and take in frames for the host until every
-    node's STATUS is in (link health for the summary) or `timeout` s pass."""
-    transport.send(gp.ping())
+    node's STATUS is in (link health for the summary) or `timeout` s pass. On a UART ring
+    round a dead node the PING goes into both ends, as the cycle's frames do."""
+    if gp.dead and getattr(transport, "return_fd", None) is not None:
+        transport.broadcast_batch([gp.ping()])
+    else:
+        transport.send(gp.ping())
     end = time.perf_counter() + timeout
-    while len(gp.status) < gp.n and time.perf_counter() < end:
+    while len(gp.status) < gp.n - len(gp.dead) and time.perf_counter() < end:
         f = transport.recv(max(0.0, end - time.perf_counter()))
         if f is not None and len(f) > 2 and f[2] == m.HOST:
             gp.on_frame(f)
