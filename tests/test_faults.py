@@ -38,9 +38,20 @@ def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
     team = s["faults"]["team"]
     assert [e["link"] for e in team] == [5] and team[0]["text"].startswith("dropped")
     assert 5 not in s["faults"]["members"]
+    _dead_in_time_series(d, 5, team[0]["t"])
     rep = [r for r in s["faults"]["reports"] if r["link"] == 6]
     assert rep and "neighbour_silent" in rep[0]["text"]
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def _dead_in_time_series(d, link, t_drop):
+    """The time series says which link is dead: no torque (state -1) from when it died,
+    out of the team (member 0) from when the host dropped it; the others run."""
+    after = d["t"] >= t_drop
+    assert np.all(d["state"][after, link - 1] == -1) and np.all(d["member"][after, link - 1] == 0)
+    assert np.all(d["member"][~after, link - 1] == 1)
+    others = np.delete(d["state"][after], link - 1, axis=1)
+    assert np.all(others == 1)
 
 
 def test_node_that_comes_back_is_readmitted(tmp_path):
@@ -109,6 +120,9 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     assert team == [(5, "process"), (5, "dropped:")]      # no other node went down with it
     assert any(r["link"] == 6 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
     assert np.ptp(d["q"][d["t"] > 1.6, 4]) < 2e-3
+    # every live node's last STATUS reached the host (on the ring: from beyond the dead one too)
+    assert [n["link"] for n in s["nodes"]] == [1, 2, 3, 4, 6, 7, 8, 9, 10]
+    _dead_in_time_series(d, 5, s["faults"]["team"][1]["t"])
     ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
 
@@ -148,3 +162,54 @@ def test_linkteam_faults_writes_the_report(tmp_path):
     assert len(row) == 1 and "motor_weak link 2 gain=0.5" in row[0]
     cost = [line for line in text.splitlines() if line.startswith("| check d=1 |")]
     assert cost and int(cost[0].split("|")[2]) > 0    # measured under MicroPython just now
+
+
+BUS_FAULTS = ('[[fault]]\nkind = "frame_loss"\nrate = 0.05\nstart = 0.5\nend = 1.4\n'
+              '[[fault]]\nkind = "corrupt"\nlink = 6\nber = 1e-3\nstart = 0.5\n'
+              '[[fault]]\nkind = "latency"\nlink = 0\ndelay_ms = 2.0\njitter_ms = 1.0\nstart = 0.5\n')
+
+
+def test_bus_faults_on_the_processes_media(tmp_path):
+    """Processes mode, lockstep, UART ring and CAN: after the start transient 5 % of the
+    frames on every wire are lost, the wire into link 6 has bit errors, the host's port
+    2-3 ms of latency (faults in the media between the node processes). Nobody crashes,
+    the receivers' CRC catches the bad frames (links 6 and 7, which overhears K_5, and no
+    link before them), and both media lose the same of the host's frames."""
+    ff, _ = run_scenario(scenario(tmp_path, duration=1.5), tmp_path / "ff", quiet=True, make_plots=False)
+    sc = scenario(tmp_path, BUS_FAULTS, duration=1.5)
+    runs = {bus: run_scenario(sc, tmp_path / bus, mode="processes", bus=bus, lockstep=True, quiet=True,
+                              make_plots=False)[0] for bus in ("uart", "can")}
+    for bus, s in runs.items():
+        assert s["status"] == "ok", (bus, s["reason"])
+        assert s["faults"]["team"] == []                    # no node died, none went silent
+        bad = {n["link"]: n["bad_frames"] for n in s["nodes"]}
+        assert bad[7] > 10 and sum(bad[i] for i in range(1, 6)) == 0, (bus, bad)
+        assert s["faults"]["bus"]["lost"] > 0 and s["faults"]["bus"]["delayed"] > 0
+        assert s["e_rms_m"] <= 2 * ff["e_rms_m"], bus
+    assert runs["uart"]["faults"]["bus"] == runs["can"]["faults"]["bus"]
+
+
+def test_a_node_that_reboots_rejoins_the_team_on_can(tmp_path):
+    """node_crash with an end in processes mode: SIGKILL at 1 s, the board's process starts
+    again at 1.5 s, is reset to the run's clock, re-admitted by the host and by its
+    neighbour (link 6 bridged it meanwhile), at the ticks the in-process reboot is."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = 1.0\nend = 1.5\n', duration=2.5)
+    s, out = run_scenario(sc, tmp_path / "p", mode="processes", bus="can", lockstep=True, quiet=True,
+                          make_plots=False)
+    ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    team = [(e["t"], e["text"].split(" ")[0]) for e in s["faults"]["team"]]
+    assert [t for _, t in team] == ["process", "dropped:", "process", "re-admitted"]
+    assert [e for e in team if not e[1].startswith("process")] == [
+        (e["t"], e["text"].split(" ")[0]) for e in ref["faults"]["team"]]
+    assert s["faults"]["members"] == list(range(1, 11)) and s["faults"]["per_fault"][0]["recovered"] == "yes"
+    assert [r["text"] for r in s["faults"]["reports"] if r["link"] == 6] == [
+        "fault neighbour_silent: link 5 out", "neighbour 5 re-admitted"]
+    d = np.load(out / "timeseries.npz")
+    down = (d["t"] >= 1.0) & (d["t"] < 1.5)
+    assert np.all(d["state"][down, 4] == -1) and np.all(d["state"][d["t"] >= 1.55, 4] == 1)
+    assert np.ptp(d["q"][d["t"] > 2.0, 4]) > 1e-3          # joint 5 moves again
+    assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)
+    u, _ = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", lockstep=True, quiet=True,
+                        make_plots=False)
+    assert u["status"] == "aborted" and "runs on CAN" in u["reason"]

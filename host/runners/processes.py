@@ -87,6 +87,7 @@ class Cluster:
         self.io = None
         self.n = sc.n
         self.procs = []
+        self._argv = []                 # per node process: (argv, stdin, stdout) to start it (again)
         self.fds = []
         self.transport = None
         self.ready_timeout = ready_timeout
@@ -196,13 +197,42 @@ class Cluster:
             # the unix port prints tracebacks on stdout, which may be the down wire here
             code += ("try:\n    %s\nexcept BaseException as e:\n"
                      "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
-            p = subprocess.Popen([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin=stdins[i], stdout=stdouts[i] or log, stderr=log,
-                                 cwd=str(ROOT), start_new_session=True,
-                                 preexec_fn=lambda i=i: desktop.node_preexec(
-                                     self.realtime, desktop.link_priority(self.groups[i][0], links)))
-            self.procs.append(p)
+            self._argv.append(([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdins[i], stdouts[i]))
+            self.procs.append(self._spawn(i, log))
         self.wait_ready()
         self._close_fds()   # the children hold their ends now; the host keeps only its own
+
+    def _spawn(self, i, log):
+        argv, stdin, stdout = self._argv[i]
+        return subprocess.Popen(argv, stdin=stdin, stdout=stdout or log, stderr=log, cwd=str(ROOT),
+                                start_new_session=True,
+                                preexec_fn=lambda: desktop.node_preexec(
+                                    self.realtime, desktop.link_priority(self.groups[i][0], self.n)))
+
+    def restart(self, link, on_frame, lockstep):
+        """A crashed node's board reboots (node_crash with an end): its MicroPython process
+        starts again from its config (the board's flash) and opens its bus; once it says
+        `ready` the host sends it COMMAND RESET with the run's clock, as at the start. The
+        team re-admits it from its RUN torques (GoalProcess), its neighbours from their
+        checks. CAN only: a UART node's neighbours would have to re-open their wires to it.
+        `on_frame`: the host's, for the frames that come for it meanwhile."""
+        i = link - 1
+        self.procs[i] = self._spawn(i, self.logs[i])
+        limit = time.perf_counter() + self.ready_timeout
+        dec = m.Decoder()
+        while True:
+            if self.procs[i].poll() is not None or time.perf_counter() > limit:
+                raise Aborted("link %d did not come back after its crash\n%s" % (link, self.tail(i)))
+            f = self.transport.recv(0.05)
+            if f is None or len(f) < 3 or f[2] != m.HOST:
+                continue
+            on_frame(f)
+            msg = dec.decode(f)
+            if msg and msg[0] == m.LOG and msg[1] == link and bytes(msg[4][0]).startswith(b"ready"):
+                break
+        # its configuration, like the ready exchange, is not subject to injected bus faults
+        getattr(self.transport, "inner", self.transport).send(
+            m.encode(m.COMMAND, m.HOST, link, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
 
     def _node_config(self, group):
         """One node's config: its link's, or for several links the group of them."""
@@ -350,18 +380,28 @@ class JointIO:
         self.sock.close()
 
 
-def _with_dead_nodes(loop, cluster, exchange, crashes):
-    """Nodes crash on the fault schedule (SIGKILL; a killed process does not come back),
-    and a node whose process is gone is not waited for: the host goes on without it."""
+def _with_dead_nodes(loop, cluster, exchange, crashes, lockstep):
+    """Nodes crash on the fault schedule (SIGKILL) and, where the fault has an end, their
+    boards reboot then (Cluster.restart: the host waits for the node to be up, so a
+    lockstep run goes on at the same tick every time); a node whose process is gone is not
+    waited for: the host goes on without it."""
+    killed = set()
+
     def tick(frames, k, deadline):
+        gp = loop.gp
         for f in crashes:
             if f.active(loop.t):
                 cluster.kill(f.link)
+                killed.add(f.link)
+            elif f.link in killed and not any(g.link == f.link and g.active(loop.t) for g in crashes):
+                killed.discard(f.link)
+                cluster.restart(f.link, gp.on_frame, lockstep)
+                gp.events.append((loop.t, f.link, "process restarted"))
         dead = cluster.dead()
-        if dead != loop.gp.dead:
-            for i in dead - loop.gp.dead:
-                loop.gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
-            loop.gp.dead = dead
+        if dead != gp.dead:
+            for i in dead - gp.dead:
+                gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
+            gp.dead = dead
         return exchange(frames, k, deadline)
     return tick
 
@@ -394,10 +434,10 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     stats.bus, stats.baud = bus, baud
     stats.topology = topology if bus == "uart" else None
     unsupported = [f.describe() for f in loop.faults.faults
-                   if f.kind == "node_crash" and f.schedule.end < float("inf")]
+                   if f.kind == "node_crash" and f.schedule.end < float("inf") and bus != "can"]
     if unsupported:   # say so rather than run without them
-        stats.abort("in processes mode a killed process does not come back (node_crash without end): %s"
-                    % "; ".join(unsupported))
+        stats.abort("a node that comes back (node_crash with an end) runs on CAN: a UART node's neighbours "
+                    "do not re-open their wires to a rebooted board: %s" % "; ".join(unsupported))
         return stats
     specs = wire_specs(loop.sc.faults, loop.sc.control_rate_hz)
     if specs and grouping is not None:
@@ -425,7 +465,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
                                                timeout=stats.wait_with_patience(loop.sc),
                                                straggler=0.5 if loop.faults else 0.0,
                                                stale_after=STALE_AFTER_S[1] if specs else 0.0)
-            loop.run(_with_dead_nodes(loop, cluster, exchange, crashes), progress)
+            loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, True), progress)
         else:
             pauses = desktop.start_vm_pauses()
             if pauses is not None:
@@ -434,7 +474,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
                 exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
                                                    sending=desktop.sending_priority(rt.fifo), pauses=pauses,
                                                    stale_after=STALE_AFTER_S[0] if specs else 0.0)
-                loop.run(_with_dead_nodes(loop, cluster, exchange, crashes), progress,
+                loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, False), progress,
                          wallclock.Schedule(stats, slowdown=slowdown))
         cpu1, host1 = cluster.cpu_seconds(), os.times()
         ticks = max(1, len(loop.rec))
