@@ -86,6 +86,8 @@ class GoalProcess:
 
     @property
     def complete(self):
+        if self.n_team == 0:   # everyone dropped: the tick's torques are what re-admits them
+            return False
         if self.dead:   # a link whose process is gone sends nothing: not waited for
             return self.n_got >= self.n_team - sum(1 for i in self.dead if self.member[i])
         return self.n_got >= self.n_team
