@@ -40,10 +40,10 @@ def run(path="/config.json", idle_exit_ms=0):
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
     quiet_ms = int(cfg.get("quiet_ms", 2))
-    # a lossy bus (bus faults injected): how long a node waits for its goal, once it is
-    # due, before it acts on the last one (wall clock, lockstep); 0: wait for it
+    # a lossy bus (bus faults injected): how long into a tick a node waits for its goal
+    # before it acts on the last one (wall clock, lockstep); 0: wait for it
     goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
-    goal_tick = -1   # the tick whose goal this node waits for since goal_t0 (ms)
+    goal_tick = -1   # the tick this node has been in since goal_t0 (ms)
     goal_t0 = 0
     gave_up = -1     # the tick it acted on the last goal in
     gc.collect()
@@ -59,19 +59,19 @@ def run(path="/config.json", idle_exit_ms=0):
             continue
         wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
         pending = agent.pending()
-        goal_ms = goal_quiet[1 if agent.lockstep else 0]
-        awaits = goal_ms and not pending and 0 <= t != agent.acted_tick and t != gave_up
         if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
             wait_ms = quiet_ms
-        elif awaits:
+        goal_ms = goal_quiet[1 if agent.lockstep else 0]
+        if goal_ms and 0 <= t != agent.acted_tick and t != gave_up:
             if goal_tick != t:
                 goal_tick = t
                 goal_t0 = time.ticks_ms()
-            wait_ms = goal_ms - time.ticks_diff(time.ticks_ms(), goal_t0)
-            if wait_ms <= 0:
-                agent.on_quiet()    # act on the last goal (stale goal), as in-process
+            left = goal_ms - time.ticks_diff(time.ticks_ms(), goal_t0)
+            if left <= 0:   # no goal (or no K_{i-1} to bridge from): act on the last goal,
+                agent.on_quiet()   # as in-process once the bus has gone quiet
                 gave_up = t
                 continue
+            wait_ms = min(wait_ms, left)
         if board.wait(wait_ms):
             continue
         if pending:
