@@ -222,8 +222,21 @@ NOTES = """## What each reaction means
   before the dead one sends up what it sent down, the host puts frames for links into the
   tip's end, and the nodes beyond take them from down. CAN (a shared medium) needs nothing
   of that. Either way the tip is the one link nobody bridges.
-- Processes mode emulates no bus faults (frame loss, corruption, latency run in-process:
-  the node-to-node wires do not pass through the host), and a killed process stays dead.
+- Bus faults in processes mode act in the media between the processes (each node's port
+  and the host's, `bus_protocol/wire_faults.py`) with the in-process semantics (a frame
+  faces each fault once, on its wire), but not its draws: in-process draws one seeded stream
+  in delivery order, processes mode hashes each frame's identity (there is no one order),
+  and the nodes send frames in-process nodes do not (ready, more TIMING). What the agents
+  do about a lost frame is timed there (a node's 2 ms hop timeout, the host's 0.1 s for
+  K_N, a node's 0.25 s for its goal, lockstep): every run loses the same frames, but a
+  busy machine can move a bridge or a stale goal by a tick, so lockstep runs with frame
+  loss repeat only to a few per cent in e_rms (the first 3 s of loss10, three runs each on
+  a busy machine: CAN 17.4-18.5 mm, UART ring 16.9-17.9 mm; in-process 26.6 mm). Latency is real time there: within the hop timeout it changes
+  nothing (latency-2ms: e_rms as fault-free to 1e-3 mm). On the wall clock a node does not
+  act on its last goal (a goal 2-3 ms late cannot be told from a lost one within the
+  period): a lost goal is a missed cycle, two in a row drop the links.
+- A killed process comes back where its `node_crash` has an `end`, on CAN only (a UART
+  node's neighbours do not re-open their wires to a rebooted board).
 - Lockstep processes mode has no plant time inside a tick: a node whose torque has not come
   0.5 s after the goal went out is taken as silent for that tick (its driver's timeout).
 """
