@@ -76,12 +76,12 @@ def cobs_peek(data, i, j, k):
 
 def split_into(data, i, n, acc, st):
     """Move data[i:n] up to its next 0x00 delimiter onto the run being collected in
-    acc[:st[0]] (st = array('i', [length, overflow])). Bytes beyond len(acc) are not
-    kept and set st[1] (an overlong run: the frame is dropped at its delimiter).
-    Returns the index after the delimiter, or -1 if data[i:n] holds none (the run
-    continues in the next read). Allocates nothing."""
+    acc[:st[0]] (acc: a bytearray of MAX_WIRE; st = array('i', [length, overflow])).
+    Bytes beyond MAX_WIRE are not kept and set st[1] (an overlong run: the frame is
+    dropped at its delimiter). Returns the index after the delimiter, or -1 if
+    data[i:n] holds none (the run continues in the next read). Allocates nothing."""
     o = st[0]
-    cap = len(acc)
+    cap = MAX_WIRE
     while i < n:
         b = data[i]
         i += 1
@@ -173,24 +173,28 @@ def cut(data, blk, span):
         blk[3 + side] = put(blk, base + o, data, i | j << 16) - base
         k += 1
         i = j + 1
-    c = (int.from_bytes(blk[0:4], "little") + k) & 0xFFFFFFFF
-    blk[0:4] = c.to_bytes(4, "little")
-    blk[6:8] = k.to_bytes(2, "little")
+    c = k
+    for b in range(4):   # the total += k, byte by byte (no int beyond 30 bits: no allocation)
+        c += blk[b]
+        blk[b] = c & 0xFF
+        c >>= 8
+    blk[6] = k & 0xFF
+    blk[7] = k >> 8 & 0xFF
     if i == n and not blk[t + 256 + down]:
         return k
     j = find0(data, i, n)
     return -1 - (i | (0xFFF if j < 0 else j) << 12)
 
 
-try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
-    from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
-                                          cobs_peek, find0, put, split_into)
-except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
-    pass
-try:  # ARM boards: the COBS loops, find0 and put in Thumb assembly (thumb.py), 5-10x viper
-    from bus_protocol.thumb import cobs_decode_into, cobs_encode_into, cut, find0, put  # noqa: F811
+try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
+    from bus_protocol.thumb import (cobs_decode_into, cobs_encode_into, cobs_peek, cut,  # noqa: F811
+                                    find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
-    pass
+    try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
+        from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
+                                              cobs_peek, find0, put, split_into)
+    except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
+        pass
 
 
 def cobs_encode(data):

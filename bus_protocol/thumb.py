@@ -1,6 +1,8 @@
-# framing's COBS encoder and decoder, find0, put and cut, and messages' CRC in ARM Thumb assembly (MicroPython's inline assembler,
-# 16-bit Thumb-1 instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and
-# ARMv7E-M). Imported by framing.py only where @micropython.asm_thumb exists.
+# framing's byte loops (COBS encoder, decoder and peek, find0, put, cut, split_into) and
+# messages' CRC in ARM Thumb assembly (MicroPython's inline assembler, 16-bit Thumb-1
+# instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
+# Imported by framing.py and messages.py first where @micropython.asm_thumb exists;
+# there the viper modules (cobs_native.py, crc_native.py) are not loaded (RAM as .mpy).
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
 # these ~8: scanning a 50-byte frame for its delimiter takes 800 instructions, not 4300.
 # Arguments arrive in r0..r3 (a bytearray as the address of its bytes); r0 is returned.
@@ -198,6 +200,92 @@ def cut(r0, r1, r2):
     orr(r5, r1)          # noqa: F821
     mvn(r0, r5)          # noqa: F821  (~x == -1 - x)
     label(END)           # noqa: F821
+
+
+@micropython.asm_thumb
+def cobs_peek(r0, r1, r2, r3):
+    # r0 data, r1 i, r2 j, r3 k -> framing.cobs_peek: byte k of the frame COBS-encoded
+    # in data[i:j], or -1
+    add(r1, r0, r1)      # noqa: F821  p
+    add(r2, r0, r2)      # noqa: F821  end
+    mov(r4, 0)           # noqa: F821  out: decoded bytes before p's block
+    label(LOOP)          # noqa: F821
+    cmp(r1, r2)          # noqa: F821
+    bcs(BAD)             # noqa: F821
+    ldrb(r5, [r1, 0])    # noqa: F821  code
+    cmp(r5, 0)           # noqa: F821
+    beq(BAD)             # noqa: F821
+    sub(r6, r5, 1)       # noqa: F821
+    add(r7, r4, r6)      # noqa: F821  out + run
+    cmp(r3, r7)          # noqa: F821
+    bcs(SKIP)            # noqa: F821  k >= out + run: not in this block
+    sub(r7, r3, r4)      # noqa: F821
+    add(r7, r7, r1)      # noqa: F821
+    add(r7, 1)           # noqa: F821  p + 1 + k - out
+    cmp(r7, r2)          # noqa: F821
+    bcs(BAD)             # noqa: F821
+    ldrb(r0, [r7, 0])    # noqa: F821
+    b(END)               # noqa: F821
+    label(SKIP)          # noqa: F821
+    mov(r4, r7)          # noqa: F821  out += run
+    add(r1, r1, r5)      # noqa: F821  the next code byte
+    cmp(r5, 0xFF)        # noqa: F821
+    beq(LOOP)            # noqa: F821  a full block: no zero follows
+    cmp(r3, r4)          # noqa: F821
+    bne(NEXT)            # noqa: F821
+    cmp(r1, r2)          # noqa: F821  byte k is that zero, if a block follows
+    bcs(BAD)             # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    b(END)               # noqa: F821
+    label(NEXT)          # noqa: F821
+    add(r4, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(BAD)           # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    sub(r0, 1)           # noqa: F821
+    label(END)           # noqa: F821
+
+
+@micropython.asm_thumb
+def _split(r0, r1, r2, r3):
+    # r0 data, r1 span = i | n << 16, r2 acc (MAX_WIRE = 80 bytes), r3 st (array('i'))
+    # -> framing.split_into
+    lsr(r4, r1, 16)      # noqa: F821
+    add(r4, r0, r4)      # noqa: F821  end
+    lsl(r1, r1, 16)      # noqa: F821
+    lsr(r1, r1, 16)      # noqa: F821
+    add(r1, r0, r1)      # noqa: F821  p
+    ldr(r5, [r3, 0])     # noqa: F821  o = st[0]
+    label(LOOP)          # noqa: F821
+    cmp(r1, r4)          # noqa: F821
+    bcs(NONE)            # noqa: F821
+    ldrb(r6, [r1, 0])    # noqa: F821
+    add(r1, 1)           # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(DELIM)           # noqa: F821
+    cmp(r5, 80)          # noqa: F821  MAX_WIRE
+    bcs(OVER)            # noqa: F821
+    add(r7, r2, r5)      # noqa: F821
+    strb(r6, [r7, 0])    # noqa: F821
+    add(r5, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(OVER)          # noqa: F821
+    mov(r7, 1)           # noqa: F821
+    str(r7, [r3, 4])     # noqa: F821  st[1] = 1
+    b(LOOP)              # noqa: F821
+    label(DELIM)         # noqa: F821
+    str(r5, [r3, 0])     # noqa: F821
+    sub(r0, r1, r0)      # noqa: F821  the index after the delimiter
+    b(END)               # noqa: F821
+    label(NONE)          # noqa: F821
+    str(r5, [r3, 0])     # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    sub(r0, 1)           # noqa: F821
+    label(END)           # noqa: F821
+
+
+def split_into(data, i, n, acc, st):
+    return _split(data, i | (n << 16), acc, st)
 
 
 @micropython.asm_thumb
