@@ -287,6 +287,16 @@ def main_mpy(files, cycles=100):
     main(cycles)
 
 
+def main_romfs(image, cycles=100):
+    """main() with the same .mpy files imported from a ROMFS image (vfs.VfsRom over the
+    image, frozen into flash: a board's `mpremote romfs deploy`): their bytecode is
+    executed where it lies, not copied into RAM."""
+    import vfs
+    vfs.mount(vfs.VfsRom(image), "/rom")
+    sys.path[:] = ["/rom"]
+    main(cycles)
+
+
 def modules_mpy(files):
     """RAM per module imported from .mpy files (make mcu-bench: what the .mpy figure holds)."""
     import vfs

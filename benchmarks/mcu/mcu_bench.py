@@ -2,8 +2,9 @@
 
 Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
 Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
-with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it, once with the
-modules frozen and once imported from .mpy files. Writes the figures into
+with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it, with the modules
+frozen, imported from .mpy files on a filesystem (copied into RAM) and from the same
+.mpy files in a ROMFS image (executed in place). Writes the figures into
 bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
 time = 1000 instructions under -icount shift=0.
 
@@ -56,7 +57,9 @@ def measure(name):
                                    "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
     out = {k: frozen[k] for k in PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node",
                                           "gc_pause_max_instructions", "heap_bytes")}
-    out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"]}
+    romfs = parse(mcu.run(name, elf, "import mp_node_cycle, mcu_romfs\n"
+                                     "mp_node_cycle.main_romfs(mcu_romfs.IMAGE)"))
+    out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"], "mpy_romfs": romfs["ram"]}
     mods = mcu.run(name, elf, "import mp_node_cycle, mcu_mpy_files\n"
                               "mp_node_cycle.modules_mpy(mcu_mpy_files.FILES)")
     # [module, bytes] in import order: each figure is what no module before it held
@@ -79,6 +82,8 @@ def table(res):
     row("  of which the node's", lambda r: r.get("alloc_bytes_per_cycle_node", -1), "0")
     row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"])
     row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])
+    row("RAM after init, .mpy in ROMFS (bytes)", lambda r: r["ram_after_init_bytes"].get("mpy_romfs", -1),
+        "<= %d" % TARGETS["ram_mpy"])
     row("longest GC pause (instructions)", lambda r: r["gc_pause_max_instructions"])
     row("heap (bytes)", lambda r: r["heap_bytes"])
     rows.append("RAM after init as .mpy, by module (bytes)")
