@@ -52,10 +52,9 @@ _LIVE = set()
 # does not act on its last goal: a goal 2-3 ms late (latency) could not be told from a lost
 # one within the period (acting early drove the arm unstable: every torque a tick behind),
 # and a torque after the period is a missed cycle either way (its driver holds the last one).
-# Every run loses the same frames
-# (bus_protocol/wire_faults.py); what is done about them is timed (these, and a node's
-# 2 ms hop timeout before it bridges), so a lockstep run with bus faults repeats only
-# as closely as the machine keeps those times (faults/REPORT.md).
+# Every run loses the same frames (bus_protocol/wire_faults.py); what is done about them is
+# timed (these, and a node's 2 ms hop timeout before it bridges), so a lockstep run with bus
+# faults repeats only as closely as the machine keeps those times (faults/REPORT.md).
 GOAL_QUIET_MS = (0, 250)
 STALE_AFTER_S = (0.005, 0.1)
 
