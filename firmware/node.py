@@ -63,7 +63,7 @@ class ChainNode:
         self._host_side = 0 if self.to_host is up else 1
         self.overhear = overhear
         self.down_dead = False        # ring: the down wire's far end is gone
-        self.goal_tick = -1           # ring: the tick whose GOAL has passed this node
+        self.goal_tick = -1           # ring: the tick (low byte) whose GOAL has passed this node
         # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
         # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
         # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
@@ -271,7 +271,9 @@ class ChainNode:
         mt = framing.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
         if mt != m.GOAL and mt != m.ASSERT:
             return True   # from down only when the host routes round a dead node
-        tick = self.agent.tick
+        # the batch's tick (low byte), not the agent's: a goal whose tick's SYNC and K_0
+        # were lost is the first the agent hears of that tick (it syncs on it)
+        tick = framing.cobs_peek(data, i, j, m.HEADER_SIZE)
         if self.goal_tick == tick:
             return False          # the other wave got here first
         if mt == m.GOAL:

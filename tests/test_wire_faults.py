@@ -39,3 +39,12 @@ def test_wire_faults_hit_the_frames_on_their_wires_at_their_rates():
     assert 2000 <= min(us) < 2100 and 2900 < max(us) <= 3000
     counts = [int(x) for x in first[-1].split()[1:]]
     assert counts == [len(lost), len(bad), len(delayed)]
+
+
+def test_a_ring_node_takes_the_goal_of_a_tick_whose_sync_and_k0_were_lost():
+    """UART ring (firmware/node.py): the host's goal from its last K_N is the first the
+    nodes hear of a tick whose SYNC and K_0 were lost; every link syncs on it and acts
+    (before, a node that had passed the previous tick's goal took it for the other goal
+    wave's copy and dropped it: on a lossy ring the whole team fell silent)."""
+    lines = same_under_both("mp_ring_goal.py")
+    assert sorted(lines) == sorted("T %d %d 1" % (link, tick) for tick in (5, 6) for link in (1, 2, 3))
