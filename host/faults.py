@@ -232,9 +232,11 @@ NOTES = """## What each reaction means
   busy machine can move a bridge or a stale goal by a tick, so lockstep runs with frame
   loss repeat only to a few per cent in e_rms (the first 3 s of loss10, three runs each on
   a busy machine: CAN 17.4-18.5 mm, UART ring 16.9-17.9 mm; in-process 26.6 mm). Latency is real time there: within the hop timeout it changes
-  nothing (latency-2ms: e_rms as fault-free to 1e-3 mm). On the wall clock a node does not
-  act on its last goal (a goal 2-3 ms late cannot be told from a lost one within the
-  period): a lost goal is a missed cycle, two in a row drop the links.
+  nothing (latency-2ms: e_rms as fault-free to 1e-3 mm). On the wall clock the host waits
+  5 ms for K_N and a node 7 ms into the 8.3 ms period for its goal: a goal later than that
+  is taken for a lost one, so latency of 2-3 ms on top of a lossy bus puts many torques a
+  tick behind (5 % loss, bit errors and 2-3 ms latency together from t = 0.5 s: unstable
+  within 0.3 s, on both media; each alone tracks).
 - A killed process comes back where its `node_crash` has an `end`, on CAN only (a UART
   node's neighbours do not re-open their wires to a rebooted board).
 - Lockstep processes mode has no plant time inside a tick: a node whose torque has not come
