@@ -87,6 +87,19 @@ class GroupBoard(unix.UnixBoard):
         self._paced = False
 
 
+def settle(nodes):
+    """Poll every node until none moves a frame (the memory wires between them included);
+    -> the frames moved."""
+    moved = 0
+    k = 1
+    while k:
+        k = 0
+        for nd in nodes:
+            k += nd.poll()
+        moved += k
+    return moved
+
+
 def run(cfg, version, idle_exit_ms=0):
     """The node's loop: move frames through every hosted link's node until none moves
     (internal wires included), collect garbage once per tick after the last torque,
@@ -102,13 +115,7 @@ def run(cfg, version, idle_exit_ms=0):
     idle = 0
     gc_tick = -1
     while not board.closed:
-        moved = 0
-        k = 1
-        while k:
-            k = 0
-            for nd in nodes:
-                k += nd.poll()
-            moved += k
+        moved = settle(nodes)
         if moved:
             idle = 0
         t = agents[-1].tick

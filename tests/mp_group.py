@@ -6,7 +6,7 @@
 from bus_protocol import framing
 from bus_protocol import messages as m
 from firmware.agent import LinkAgent
-from firmware.group import mem_wire
+from firmware.group import mem_wire, settle
 from firmware.hal.sim import SimHAL
 from firmware.node import ChainNode
 
@@ -38,11 +38,7 @@ def run():
     frames.append(m.encode(m.KINEMATIC, m.HOST, 1, 8, (tick, 1.0) + (0.0,) * 12))
     for f in frames:
         host.write(framing.uart_frame(f))
-    k = 1
-    while k:
-        k = 0
-        for nd in nodes:
-            k += nd.poll()
+    settle(nodes)
     dec = m.Decoder()
     for f in framing.Deframer().feed(ret_host.rx):
         msg = dec.decode(f)

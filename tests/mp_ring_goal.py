@@ -10,7 +10,7 @@ if "__file__" in globals():   # run as a file: the repository on sys.path
 from bus_protocol import framing                # noqa: E402
 from bus_protocol import messages as m          # noqa: E402
 from firmware.agent import LinkAgent            # noqa: E402
-from firmware.group import mem_wire             # noqa: E402
+from firmware.group import mem_wire, settle     # noqa: E402
 from firmware.hal.sim import SimHAL             # noqa: E402
 from firmware.node import ChainNode             # noqa: E402
 
@@ -31,11 +31,7 @@ def run():
     def send(frames):
         for f in frames:
             host.write(framing.uart_frame(f))
-        k = 1
-        while k:
-            k = 0
-            for nd in nodes:
-                k += nd.poll()
+        settle(nodes)
 
     goal = (0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0)
     for tick, lost in ((5, False), (6, True)):
