@@ -156,8 +156,13 @@ def write_report(path, results, lockstep, walls=()):
                   "|---|---|---|---|---|---|---|---|"]
         for (p, mode, opts), s in walls:
             c = s.get("bus_cycle_ms") or {}
-            team = "; ".join("%.3f s link %d %s" % (e["t"], e["link"], e["text"])
-                             for e in (s.get("faults") or {}).get("team", []))
+            events = (s.get("faults") or {}).get("team", [])
+            team = "; ".join("%.3f s link %d %s" % (e["t"], e["link"], e["text"]) for e in events)
+            if len(events) > 4:   # a lossy bus: many short drops
+                drops = [e for e in events if e["text"].startswith("dropped")]
+                team = "%d drops (%d ticks with one), %d re-admissions" % (
+                    len(drops), len({e["t"] for e in drops}),
+                    sum(1 for e in events if e["text"] == "re-admitted"))
             lines.append("| %s | %s wall clock | %s | %s | %s | %s | %s | %s |" % (
                 p.stem, label(mode, opts), s.get("status", "?") + (" (%s)" % s["reason"][:60] if s.get("reason") else ""),
                 _fmt(s.get("e_rms_m")), _fmt(s.get("e_max_m")), s.get("missed_cycles", "-"),
