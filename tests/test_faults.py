@@ -90,6 +90,24 @@ def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
 
 
+def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path):
+    from bus_protocol import messages as m
+    from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
+    from host.goal_process import GoalProcess
+    gp = GoalProcess(scenario(tmp_path))
+    gp.begin(7, 7 / 120.0)
+
+    def torque(link, u, comps):
+        return gp.on_frame(m.encode(m.TORQUE, link, m.HOST, 0, (7, u, RUN) + comps))
+
+    # reference-ft: proxy weight 1, assertions 1, no local PD, no joint limit: u = c0 + c1 + c4
+    assert torque(2, 7.25 + 0.5, (7.25, 0.5, 99.0, 99.0, 0.0, 0.0)) == []
+    assert torque(3, -1234.5678 - 0.001, (-1234.5678, -0.001, 0.0, 0.0, 0.0, 0.0)) == []   # float32 rounding
+    out = torque(4, 7.25 + 0.5 + 0.01, (7.25, 0.5, 0.0, 0.0, 0.0, 0.0))
+    assert [m.Decoder().decode(f)[4][:2] for f in out] == [(m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES))]
+    assert m.Decoder().decode(out[0])[2] == 4 and not gp.member[3] and gp.member[1] and gp.member[2]
+
+
 def test_frozen_encoder_latches_sensor_implausible(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "encoder_dead"\nlink = 6\nstart = %g\n' % T_FAULT)
     s, d = run(sc, tmp_path, "frozen")
