@@ -521,7 +521,7 @@ class LinkAgent:
             self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
-        self.safety.on_torque(u, qd, self.u_sat)
+        self.safety.on_torque(u, qd, self.u_sat, not self._silent)
         self.acted_tick = self.tick
         t_finish = self.hal.ticks_us()
         self.cycle_us = ticks_diff(t_finish, self.t_sync)

@@ -180,11 +180,12 @@ class Safety:
             if self._good >= self.readmit_cycles:
                 self.clear()
 
-    def on_torque(self, u, qd, u_sat):
+    def on_torque(self, u, qd, u_sat, sent=True):
         """Poor motor performance: torque commanded, no motion, for stall_cycles; torque at
-        saturation for over_torque_cycles. Keeps u for the next sample's response check."""
+        saturation for over_torque_cycles. Keeps u for the next sample's response check,
+        unless it never reached the motor (`sent` False: the node is silent)."""
         self._u = u
-        self._u_run = self.state == RUN
+        self._u_run = sent and self.state == RUN
         if self.stall_u > 0.0:
             if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
                 self._stalled += 1

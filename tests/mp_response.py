@@ -7,18 +7,20 @@ import sys
 if "__file__" in globals():   # run as a file: the repository on sys.path
     sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
 
-from tests.mp_safety import Rig   # noqa: E402
+from firmware.agent import INJ_SILENT   # noqa: E402
+from tests.mp_safety import Rig          # noqa: E402
 
 I = 5.0            # kg m^2
 DT = 1.0 / 120.0   # the safety config's default period
 
 
-def drive(case, n, force, motor=True, fling=0.0, fling_ticks=(), frozen_from=-1, respond_u=5.0):
+def drive(case, n, force, motor=True, fling=0.0, fling_ticks=(), frozen_from=-1, respond_u=5.0, inject=()):
     """n cycles: the goal's f_y = force(k) at 1 m (the agent's torque u = f_y); the joint
     integrates (motor * u + d) / I, d flinging it at `fling` rad/s^2 against u on the
     ticks in fling_ticks; from tick frozen_from on the encoder reads what it read the
-    tick before, qd = 0. The motor check on with respond_u (the safety defaults else)."""
-    r = Rig(safety={"respond_u": respond_u})
+    tick before, qd = 0. The motor check on with respond_u (the safety defaults else);
+    `inject`: the agent's fault injection config."""
+    r = Rig(safety={"respond_u": respond_u}, inject=list(inject))
     q = qd = 0.0
     read = (0.0, 0.0)
     first = -1
@@ -52,6 +54,9 @@ def run():
     drive("live_flung_briefly", 60, lambda k: 10.0, fling=40.0, fling_ticks=range(10, 22))
     drive("dead_flung_small_u", 60, lambda k: 3.0, motor=False, fling=20.0, fling_ticks=range(60))
     drive("dead_flung_check_off", 60, lambda k: 10.0, motor=False, fling=20.0, fling_ticks=range(60), respond_u=0.0)
+    # a silent node's torque never reaches its motor (the driver brakes): not the motor's fault
+    drive("silent_flung", 60, lambda k: 10.0, motor=False, fling=20.0, fling_ticks=range(60),
+          inject=[[INJ_SILENT, 0, -1, 0, 0, None]])
     drive("dead_flung_slowly", 60, lambda k: 10.0, motor=False, fling=8.0, fling_ticks=range(60))
 
 

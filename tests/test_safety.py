@@ -101,7 +101,8 @@ def test_joint_flung_against_its_torque_is_a_motor_not_responding(response):
     assert response["dead_flung"] == (round(0.150 * 120), sc.BRAKED, sc.F_MOTOR)
     # a live joint flung for 12 cycles (a coupling transient), a torque under respond_u,
     # or a fling under respond_a: no fault
-    # (and with respond_u 0, the default, the check is off)
+    # (and with respond_u 0, the default, the check is off; a silent node's torque never
+    # reached its motor)
     for case in ("live_flung_briefly", "dead_flung_small_u", "dead_flung_slowly", "live_ramp", "live_wave",
-                 "dead_flung_check_off"):
+                 "dead_flung_check_off", "silent_flung"):
         assert response[case] == (-1, sc.RUN, 0), case
