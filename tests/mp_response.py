@@ -14,18 +14,24 @@ I = 5.0            # kg m^2
 DT = 1.0 / 120.0   # the safety config's default period
 
 
-def drive(case, n, force, motor=True, fling=0.0, fling_ticks=(), frozen_from=-1, respond_u=5.0, inject=()):
+def drive(case, n, force, motor=True, fling=0.0, fling_ticks=(), frozen_from=-1, respond_u=5.0, inject=(),
+          garbage_from=-1):
     """n cycles: the goal's f_y = force(k) at 1 m (the agent's torque u = f_y); the joint
     integrates (motor * u + d) / I, d flinging it at `fling` rad/s^2 against u on the
     ticks in fling_ticks; from tick frozen_from on the encoder reads what it read the
-    tick before, qd = 0. The motor check on with respond_u (the safety defaults else);
-    `inject`: the agent's fault injection config."""
+    tick before, qd = 0; from tick garbage_from on it reads garbage (a fixed pseudo-random
+    sequence in +-3 rad, +-30 rad/s). The motor check on with respond_u (the safety
+    defaults else); `inject`: the agent's fault injection config."""
     r = Rig(safety={"respond_u": respond_u}, inject=list(inject))
     q = qd = 0.0
     read = (0.0, 0.0)
     first = -1
+    seed = 12345
     for k in range(n):
-        if frozen_from < 0 or k < frozen_from:
+        if 0 <= garbage_from <= k:
+            seed = (seed * 1103515245 + 12345) % 2147483648
+            read = (6.0 * seed / 2147483648.0 - 3.0, 60.0 * ((seed >> 8) % 1000) / 1000.0 - 30.0)
+        elif frozen_from < 0 or k < frozen_from:
             read = (q, qd)
         elif k == frozen_from:
             read = (read[0], 0.0)
@@ -48,6 +54,7 @@ def run():
     drive("live_ramp", 60, ramp)
     drive("live_wave", 60, wave)
     drive("frozen_ramp", 60, ramp, frozen_from=20)
+    drive("garbage", 60, ramp, garbage_from=20)
     drive("frozen_constant", 60, lambda k: 10.0, frozen_from=20)
     drive("frozen_small_change", 60, lambda k: 10.0 + (0.5 if k > 30 else 0.0), frozen_from=20)
     drive("dead_flung", 60, lambda k: 10.0, motor=False, fling=20.0, fling_ticks=range(60))

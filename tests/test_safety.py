@@ -93,6 +93,8 @@ def test_frozen_encoder_under_a_changing_torque_is_sensor_implausible(response):
     # change within frozen_du: nothing to blame
     assert response["frozen_constant"] == (-1, sc.RUN, 0)
     assert response["frozen_small_change"] == (-1, sc.RUN, 0)
+    # garbage (the other dead encoder): the jump check (max_q_step 0.5 rad) sees it at once
+    assert response["garbage"][1:] == (sc.BRAKED, sc.F_SENSOR) and 20 <= response["garbage"][0] <= 21
 
 
 def test_joint_flung_against_its_torque_is_a_motor_not_responding(response):
