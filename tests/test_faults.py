@@ -5,7 +5,7 @@ import pytest
 
 from host.run import run_scenario
 from host.scenario import ScenarioError, from_dict, load, read_toml
-from tests.conftest import REPO
+from tests.conftest import REPO, needs
 
 T_FAULT = 2.0
 
@@ -192,6 +192,22 @@ def test_compute_fault_on_a_uart_ring_as_in_process(tmp_path):
     # for a free moment after the cycle)
     assert [(e["link"], e["t"]) for e in s["faults"]["team"]] == [(e["link"], e["t"]) for e in ref["faults"]["team"]]
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)
+
+
+@needs("micropython")
+def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
+    """The torque report comes back on the joint's own wire, not the bus: the host's BRAKE
+    for a wrong torque still goes out, and the link is braked one tick later (a TORQUE
+    already on its way is applied once)."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = 1.5\ntarget = "torque"\n'
+                  'offset = 20.0\n', duration=2.5)
+    s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus="can", lockstep=True, quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert [(e["link"], e["t"], e["text"].split(":")[0]) for e in s["faults"]["team"]] == [
+        (4, 1.5, "host"), (4, 1.5, "dropped")]
+    assert s["nodes"][3]["state"] == "braked" and s["nodes"][3]["faults"] == ["neighbour_disagrees"]
+    braked = [r for r in s["faults"]["reports"] if r["link"] == 4]
+    assert braked and braked[0]["t"] - 1.5 <= 1 / 120.0 + 1e-9
 
 
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
