@@ -134,8 +134,9 @@ class Safety:
             the first cycle it stood still. Held still, the joint's static loads (gravity,
             springs) are what they were, so its net torque changed by about that much and
             it accelerates at du / I: within a few cycles it moves by more than an encoder
-            count (0.5 du/I t^2: 2 N m on the reference arm's largest I, 2.5e3 kg m^2, is
-            2.5e-7 rad in 25 ms; a float reading in simulation changes at once). frozen_du
+            count (0.5 du/I t^2: 2 N m on the reference arm's largest I, joint 1 with the
+            arm straight, 2.4e3 kg m^2, is 2.6e-7 rad in 25 ms; a float reading in
+            simulation changes at once). frozen_du
             must exceed the static-friction band and the change of the coupling torque
             over the window; a stale sample repeats qd, never reads exactly 0 while moving.
           dead motor: for respond_ms the joint accelerates by more than respond_a against
@@ -145,7 +146,8 @@ class Safety:
             transient flings the light distal joints at up to 170 rad/s^2, against a
             torque over 5 N m by more than 10 rad/s^2 for up to 11 cycles (92 ms) in a
             row at 120 Hz; a joint whose motor gives nothing swings freely, against its
-            torque for 19-23 cycles in a row (measured, docs/design.md §5). How hard
+            torque for up to 23 cycles in a row (measured on the time series of the
+            reference and of motor-dead-link2, docs/design.md §5). How hard
             coupling flings a healthy joint is the arm's: at 60 Hz, or with the integral
             gains x2, the same arm flings a distal joint against 125-570 N m for 150 ms,
             so the check is off unless a scenario sets respond_u (reference-ft does).
