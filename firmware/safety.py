@@ -67,8 +67,10 @@ class Safety:
         self.frozen_cycles = int(cfg.get("frozen_cycles", 3))      # 0: off
         self.frozen_du = float(cfg.get("frozen_du", 2.0))          # N m (or N)
         self.respond_u = float(cfg.get("respond_u", 0.0))          # N m (or N); 0: off
+        self._respond_u_neg = -self.respond_u
         respond_a = float(cfg.get("respond_a", 10.0))              # rad/s^2 (or m/s^2)
         self.respond_dqd = respond_a * period                      # as a speed change per cycle
+        self._respond_dqd_neg = -self.respond_dqd                  # (negating allocates, every call)
         self.respond_cycles = max(1, int(float(cfg.get("respond_ms", 150.0)) * 1e-3 / period + 0.5))
         react = {}
         given = cfg.get("reactions", {})
@@ -151,9 +153,9 @@ class Safety:
             coupling flings a healthy joint is the arm's: at 60 Hz, or with the integral
             gains x2, the same arm flings a distal joint against 125-570 N m for 150 ms,
             so the check is off unless a scenario sets respond_u (reference-ft does).
-        A few float operations a cycle, no allocation."""
+        A few float operations a cycle; no allocation where floats are immediate objects
+        (a Cortex-M build), one float object (dqd) with the motor check on elsewhere."""
         u = self._u
-        dqd = qd - self._qd_prev
         if q == self._q_prev and qd == 0.0:
             if self._frozen == 0:
                 self._u_frozen = u
@@ -162,8 +164,11 @@ class Safety:
                 self.trip(F_SENSOR, "encoder frozen, u moved %.1f" % (u - self._u_frozen))
         else:
             self._frozen = 0
-        if self.respond_u > 0.0 and ((u > self.respond_u and dqd < -self.respond_dqd)
-                                     or (u < -self.respond_u and dqd > self.respond_dqd)):
+        if self.respond_u <= 0.0:
+            return
+        dqd = qd - self._qd_prev
+        if ((u > self.respond_u and dqd < self._respond_dqd_neg)
+                or (u < self._respond_u_neg and dqd > self.respond_dqd)):
             self._against += 1
             if self._against >= self.respond_cycles:
                 self.trip(F_MOTOR, "joint flung against u %.1f for %d cycles" % (u, self._against))
