@@ -30,7 +30,7 @@ class GoalProcess:
         self.torques = np.zeros(self.n)
         self.components = np.zeros((self.n, 6))
         self.states = np.zeros(self.n, dtype=int)
-        self.got = np.zeros(self.n, dtype=bool)
+        self.got = [False] * self.n   # lists: numpy's per-element access costs a call (make bench)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
@@ -47,7 +47,7 @@ class GoalProcess:
         # (its joint brakes, its neighbours bridge it); one a neighbour reports computing
         # wrongly is braked and dropped; a dropped link that reports RUN torques for
         # readmit ticks in a row is re-admitted. Every agent hears NODE_OUT / NODE_IN.
-        self.member = np.ones(self.n, dtype=bool)
+        self.member = [True] * self.n
         self.n_team = self.n
         self.silent = np.zeros(self.n, dtype=int)    # ticks in a row without a torque
         self.heard = np.zeros(self.n, dtype=int)     # RUN torques in a row from a dropped link
@@ -70,7 +70,7 @@ class GoalProcess:
         self.tick, self.t = tick, t
         self.asserts = []
         self.closed = False
-        self.got[:] = False
+        self.got = [False] * self.n
         self.n_got = 0
         self.ee = None
         out, self.pending = self.pending, []
@@ -184,8 +184,9 @@ class GoalProcess:
         if self.traj is None:
             return
         d = self.traj.sample(self.t)
-        if self.planar:
-            ref = ([d.p[0], d.p[1], d.angle], [d.v[0], d.v[1], d.w[2]], [d.a[0], d.a[1], d.wd[2]])
+        if self.planar:   # plain floats, the same doubles: numpy scalars cost a call an operation
+            (x, y, _), (vx, vy, _), (ax, ay, _) = d.p.tolist(), d.v.tolist(), d.a.tolist()
+            ref = ([x, y, float(d.angle)], [vx, vy, float(d.w[2])], [ax, ay, float(d.wd[2])])
         else:
             ref = (list(d.p) + list(tr.qlog(d.quat)), list(d.v) + list(d.w), list(d.a) + list(d.wd))
         self._ref = (self.tick, d, ref)
@@ -215,5 +216,5 @@ class GoalProcess:
         self.goal = (p, np.array(f))
         self.closed = True
         out = [self.frame(m.ASSERT, m.BROADCAST, a) for a in self.asserts]
-        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(float(x) for x in p) + f))
+        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(p) + f))
         return out
