@@ -125,6 +125,21 @@ class GoalProcess:
         if msg is None:
             return []
         mtype, src, dst, seq, v = msg
+        if mtype == m.TORQUE:   # first: N of them a tick
+            if 1 <= src <= self.n and v[0] == self.tick:
+                i = src - 1
+                self.torques[i] = v[1]
+                self.states[i] = v[2]
+                self.components[i] = v[3:9]
+                if not self.got[i]:
+                    self.got[i] = True
+                    if self.member[i]:
+                        self.n_got += 1
+                    else:
+                        self._heard(i, v[2])
+                        if self.member[i]:
+                            self.n_got += 1
+            return []
         if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick and not self.closed:
             self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
             self.t_ee = self.t
@@ -134,19 +149,6 @@ class GoalProcess:
                 self.late_asserts += 1   # missed this cycle's rebroadcast
             else:
                 self.asserts.append(v)
-        elif mtype == m.TORQUE and 1 <= src <= self.n and v[0] == self.tick:
-            i = src - 1
-            self.torques[i] = v[1]
-            self.states[i] = v[2]
-            self.components[i] = v[3:9]
-            if not self.got[i]:
-                self.got[i] = True
-                if self.member[i]:
-                    self.n_got += 1
-                else:
-                    self._heard(i, v[2])
-                    if self.member[i]:
-                        self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
         elif mtype == m.COMMAND and v[0] == m.CMD_BRAKE and 1 <= v[1] <= self.n:

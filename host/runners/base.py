@@ -68,7 +68,7 @@ class ControlLoop:
         sc, plant, gp, stats = self.sc, self.plant, self.gp, self.stats
         now = schedule.now if schedule else time.perf_counter
         steps = list(self.tick_steps())
-        start = now()
+        start, cpu = now(), time.process_time()
         try:
             for j, (k, s) in enumerate(steps):
                 if self.interrupted:
@@ -87,7 +87,7 @@ class ControlLoop:
                     t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
                     deadline = schedule.open(t, t_next)
                     if j == 0:
-                        start = now()
+                        start, cpu = now(), time.process_time()
                 paused = exchange(frames, k, deadline)
                 if paused:   # a hypervisor pause the deadline absorbed (runners/desktop)
                     schedule.move(paused)
@@ -110,6 +110,7 @@ class ControlLoop:
         except Exception as e:  # a run that aborts still leaves its log and the reason
             stats.abort("%s: %s" % (type(e).__name__, e), traceback.format_exc())
         stats.wall_seconds = now() - start
+        stats.cpu_seconds = time.process_time() - cpu
         return stats
 
     def record(self, k, t):
