@@ -128,8 +128,16 @@ def processes_knee(seconds=20.0):
             sc = from_dict(data, ROOT / "scenarios" / (name + ".toml"), sources)
             with tempfile.TemporaryDirectory() as tmp:
                 s, _ = run_scenario(sc, Path(tmp) / "knee", mode="processes", quiet=True, make_plots=False)
-            print("  %2d links %6.0f Hz: %s missed_cycles %d" % (sc.n, rate, s["status"], s["missed_cycles"]))
+            c = s.get("bus_cycle_ms") or {}
+            print("  %2d links %6.0f Hz: %s missed_cycles %d  bus cycle p50 %.2f p99 %.2f max %.2f ms (period %.2f ms)"
+                  % (sc.n, rate, s["status"], s["missed_cycles"], c.get("p50", float("nan")),
+                     c.get("p99", float("nan")), c.get("max", float("nan")), 1e3 / rate))
             if s["status"] != "ok" or s["missed_cycles"]:
+                for late in s.get("late_cycles", [])[:3]:   # what the late ticks were waiting for
+                    print("      late tick %d: goal out at %s ms, links %s missing at the %.2f ms deadline, "
+                          "host on CPU %s ms, runnable but waiting %s ms" % (
+                              late["tick"], late["goal_sent_ms"], late["missing_links"], late["deadline_ms"],
+                              late["host_oncpu_ms"], late["host_runq_ms"]))
                 break
             best = rate
         knee[str(sc.n)] = best
