@@ -128,18 +128,23 @@ class LinkAgent:
         self.nb_period = float(nb.get("period", 0.0))        # control period (s)
         self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
         self.nb_readmit = int(nb.get("readmit_cycles", 3))
+        self.copies = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
 
     # ---- bus -------------------------------------------------------------------
-    def send(self, mtype, dst, values, out=None):
-        """Encode into the agent's one transmit buffer and put it on the bus (or `out`)."""
+    def send(self, mtype, dst, values, out=None, copies=1):
+        """Encode into the agent's one transmit buffer and put it on the bus (or `out`),
+        `copies` identical frames back to back (same seq: one frame, sent redundantly)."""
         if self._silent:
             return
         n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
         self._seq = (self._seq + 1) & 0xFFFF
-        (out or self.hal.send)(self._tx, n)
+        out = out or self.hal.send
+        while copies > 0:
+            out(self._tx, n)
+            copies -= 1
 
     def log(self, text):
         """NYMPH-style host service: the host prints/logs what the node says. Inside a
@@ -272,7 +277,11 @@ class LinkAgent:
             if r == 0:
                 self.late += 1
             return
+        if self.link == 1:
+            self._base = v   # K_0: constant for a fixed base, so it also bridges a lost one
         if self.nb_depth:
+            if self._kin[r] is not None and self._kin[r][0] == v[0]:
+                return   # another copy of a packet this tick has brought (time redundancy)
             self._kin[r] = v
             if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
                 self.check_neighbour(r)
@@ -305,7 +314,7 @@ class LinkAgent:
             self.assert_rmoa(quat, p)
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
-        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w, None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -384,7 +393,15 @@ class LinkAgent:
 
     def bridge_now(self):
         """No K_{i-1} in time this tick: compose K_i from the nearest earlier packet that
-        came, over the links between (bridged ones locked, the others predicted)."""
+        came, over the links between (bridged ones locked, the others predicted). Link 1
+        composes over the last K_0 (the base packet: constant for a fixed base)."""
+        if self.link == 1:
+            v = self._base
+            if v is None:
+                return False
+            self.bridged += 1
+            self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
+            return True
         kin = self._kin
         tick = self.tick
         for r in range(self.skip + 1, self.nb_depth + 1):
@@ -409,8 +426,9 @@ class LinkAgent:
         return False
 
     def pending(self):
-        """With neighbours to bridge: synced to a tick whose K_i has not gone out yet."""
-        return self.nb_depth and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
+        """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
+        K_i has not gone out yet."""
+        return (self.nb_depth or self._base is not None) and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
 
     def on_quiet(self, goal=True):
         """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
@@ -419,7 +437,7 @@ class LinkAgent:
         its torque. True if the agent sent anything."""
         if self.tick < 0 or self.acted_tick == self.tick or self.safety.state != safety.RUN:
             return False
-        if self.kin_tick != self.tick and self.nb_depth and self.bridge_now():
+        if self.kin_tick != self.tick and (self.nb_depth or self.link == 1) and self.bridge_now():
             return True
         if goal and self._goal is not None and self._goal_tick >= self.tick - self.safety.watchdog_cycles:
             self.stale_goal += 1
@@ -625,6 +643,7 @@ class LinkAgent:
         self._goal = None                       # the last goal and its tick (stale goal)
         self._goal_tick = -1
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
+        self._base = None                       # link 1: the last K_0 (the base packet)
 
 
 def _weight(beh, name):

@@ -23,6 +23,7 @@ class GoalProcess:
         self.traj = None
         base = sc.arm["base"]
         self.base_packet = tuple(base["quat"]) + tuple(base["pos"]) + (0.0,) * 6
+        self.copies = getattr(sc, "kinematic_copies", 1)   # K_0 sent this many times
         self.tick = -1
         self.t = 0.0
         self.t_prev = None
@@ -66,7 +67,8 @@ class GoalProcess:
         return f
 
     def begin(self, tick, t):
-        """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1."""
+        """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1 (`copies`
+        identical frames: the kinematic bus's time redundancy)."""
         self.tick, self.t = tick, t
         self.asserts = []
         self.closed = False
@@ -74,8 +76,8 @@ class GoalProcess:
         self.n_got = 0
         self.ee = None
         out, self.pending = self.pending, []
-        return out + [self.frame(m.SYNC, m.BROADCAST, (tick,)),
-                      self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+        return out + [self.frame(m.SYNC, m.BROADCAST, (tick,))] + [
+            self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)] * self.copies
 
     def ping(self):
         """PING to every node: each answers STATUS (after the last tick: link health)."""
