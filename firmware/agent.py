@@ -314,7 +314,10 @@ class LinkAgent:
             self.assert_rmoa(quat, p)
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
-        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w, None, self.copies)
+        k = (self.tick,) + quat + p + vel + w
+        self.send(m.KINEMATIC, self.down, k, None, self.copies)
+        if self.tip_out:   # the host bridges the tip from K_{N-1} (host/goal_process.py)
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -586,6 +589,8 @@ class LinkAgent:
         elif cmd == m.CMD_CONFIG_APPLY:
             self.apply_config()
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
+            if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
+                self.tip_out = cmd == m.CMD_NODE_OUT
             j = self.link - 1 - int(arg)   # a proximal neighbour's place in the tables
             if 0 <= j <= self.nb_depth:
                 self.node_out(j, cmd == m.CMD_NODE_OUT)
@@ -644,6 +649,7 @@ class LinkAgent:
         self._goal_tick = -1
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
         self._base = None                       # link 1: the last K_0 (the base packet)
+        self.tip_out = False                    # link N-1: the host took the tip out of the team
 
 
 def _weight(beh, name):

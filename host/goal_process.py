@@ -7,6 +7,7 @@ import numpy as np
 
 from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
+from firmware import kinematic_bus, neighbours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
@@ -60,6 +61,11 @@ class GoalProcess:
         self.ee_last = None
         self.t_ee = 0.0
         self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
+        # the tip has no distal neighbour to bridge it: while link N is out of the team, link
+        # N-1 also sends its K to the host, which composes K_N over joint N held by its brake
+        tip = sc.links[-1]
+        self.tip_dh = (kinematic_bus.joint_type(tip["type"]), (tip["theta"], tip["d"], tip["a"], tip["alpha"]))
+        self.q_tip = None     # joint N's lock angle while it is bridged
 
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
@@ -116,6 +122,7 @@ class GoalProcess:
         """A torque from a dropped link: re-admitted after `readmit` RUN ticks in a row."""
         self.heard[i] = self.heard[i] + 1 if state == RUN else 0
         if self.heard[i] >= self.readmit:
+            self.q_tip = None
             self.member[i] = True
             self.n_team += 1
             self.events.append((self.t, i + 1, "re-admitted"))
@@ -127,8 +134,13 @@ class GoalProcess:
         if msg is None:
             return []
         mtype, src, dst, seq, v = msg
-        if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick and not self.closed:
-            self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+        if mtype == m.KINEMATIC and v[0] == self.tick and not self.closed:
+            if src == self.n and self.member[src - 1]:
+                self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+            elif src == self.n - 1 and not self.member[src] and self.ee_last is not None:
+                self.ee = self.ee_last = self.bridge_tip(v)
+            else:
+                return []
             self.t_ee = self.t
             return self.close_cycle()
         if mtype == m.ASSERT and v[0] == self.tick:
@@ -165,6 +177,16 @@ class GoalProcess:
         elif mtype == m.TIMING:
             self.services.on_timing(self.t, src, v)
         return []
+
+    def bridge_tip(self, k):
+        """K_N from K_{N-1} = k with joint N locked (qd = 0) at the angle its last K_N and
+        the first K_{N-1} after it left the team imply (firmware/neighbours.py)."""
+        jt, dh = self.tip_dh
+        if self.q_tip is None:
+            quat, p, v, w = self.ee_last
+            k_n = (k[0],) + tuple(quat) + tuple(p) + tuple(v) + tuple(w)
+            self.q_tip = neighbours.joint_from_packets(jt, dh, k, k_n)[0]
+        return neighbours.compose_link(jt, dh, self.q_tip, 0.0, k[1:5], k[5:8], k[8:11], k[11:14])
 
     def close_stale(self):
         """No K_N this tick (lost on the bus): the goal from the last one, so the agents

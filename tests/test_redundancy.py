@@ -100,3 +100,12 @@ def test_budget_counts_every_copy():
         extra = m.frame_size(m.KINEMATIC) + (2 if bus.startswith("uart") else 0)   # + COBS, delimiter
         assert two["bytes_per_cycle"] - one["bytes_per_cycle"] == pytest.approx((n + 1) * extra)
         assert two["busiest_line_s"] > one["busiest_line_s"] and two["k_n_s"] >= one["k_n_s"]
+
+
+def test_dead_tip_is_bridged_by_the_host(tmp_path):
+    """Link N has no distal neighbour: when its node dies, link N-1 also sends its K to the
+    host, which composes K_N over joint N held by its brake. Without that bridge the
+    host's goal runs on an extrapolated K_N and the arm diverges."""
+    free = run(scenario(tmp_path, duration=3.0), tmp_path, "free")[0]["e_rms_m"]
+    s, d = run(scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 10\nstart = 1.5\n', 3.0), tmp_path, "tip")
+    assert s["status"] == "ok" and s["e_rms_m"] <= 1.5 * free
