@@ -213,14 +213,18 @@ NOTES = """## What each reaction means
   this, as a loss of power or heartbeat does on a real joint).
 - The bridge assumes the braked joint holds the predicted angle; its error is the joint's
   acceleration over the few ticks before the brake engaged.
-- The tip (link N) is not bridged: the host would need the same redundant kinematics.
+- The tip (link N) has no distal neighbour: the host bridges it. While link N is out of the
+  team, link N-1 also sends its K to the host, which composes K_N over joint N locked at the
+  angle its last K_N and that K_{N-1} imply (in-process, link 10 dying at 15 s: 1.01 x).
+  In processes mode a dead tip still ends the run: the host learns it is dead only after a
+  tick whose goal needs the K_N that never comes (no quiet timeout there).
 - On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
   dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
   may die (the run then ends with "no torque from links ..."; the host itself never fails on
   the broken wire). On a ring the frames reach the far side the other way round: the node
   before the dead one sends up what it sent down, the host puts frames for links into the
   tip's end, and the nodes beyond take them from down. CAN (a shared medium) needs nothing
-  of that. Either way the tip is the one link nobody bridges.
+  of that.
 - Processes mode emulates no bus faults (frame loss, corruption, latency run in-process:
   the node-to-node wires do not pass through the host), and a killed process stays dead.
 - Lockstep processes mode has no plant time inside a tick: a node whose torque has not come
