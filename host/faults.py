@@ -36,8 +36,10 @@ def _timing(f, reports, events, gp):
              and not e["text"].startswith("process exited")]   # the runner's bookkeeping, not a detection
     about.sort(key=lambda e: e["t"])
     detect = about[0] if about else None
-    # bridged: a neighbour composes over the link (its neighbour_silent / _disagrees report)
-    bridge = next((e for e in about if "neighbour_" in e["text"] and e["link"] != f.link), None)
+    # bridged: a neighbour composes over the link (its neighbour_silent / _disagrees report),
+    # or, for the tip, the host does
+    bridge = next((e for e in about if ("neighbour_" in e["text"] and e["link"] != f.link)
+                   or e["text"] == "bridged by the host"), None)
     back = next((e for e in events if f.link is not None and e["link"] == f.link and e["text"] == "re-admitted"
                  and e["t"] >= t0), None)
     reaction = sorted({_reaction(e["text"]) for e in about})
@@ -55,6 +57,8 @@ def _reaction(text):
         return m.group(1)
     if text.startswith("dropped"):
         return "dropped by host"
+    if text == "bridged by the host":
+        return "bridged by host"
     if text.startswith("link") and "disagrees" in text:
         return "braked by host"
     return ""
@@ -215,9 +219,9 @@ NOTES = """## What each reaction means
   acceleration over the few ticks before the brake engaged.
 - The tip (link N) has no distal neighbour: the host bridges it. While link N is out of the
   team, link N-1 also sends its K to the host, which composes K_N over joint N locked at the
-  angle its last K_N and that K_{N-1} imply (in-process, link 10 dying at 15 s: 1.01 x).
-  In processes mode a dead tip still ends the run: the host learns it is dead only after a
-  tick whose goal needs the K_N that never comes (no quiet timeout there).
+  angle its last K_N and that K_{N-1} imply (`link10-dies`). In processes mode the host drops
+  a tip whose process is gone in the tick it dies (NODE_OUT ahead of that tick's SYNC); on a
+  UART ring the frames link N-1 sends the host must pass the dead tip, and that run still ends.
 - On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
   dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
   may die (the run then ends with "no torque from links ..."; the host itself never fails on

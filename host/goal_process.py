@@ -178,11 +178,21 @@ class GoalProcess:
             self.services.on_timing(self.t, src, v)
         return []
 
+    def tip_gone(self):
+        """The tip's process is known gone (processes mode): nobody would bridge this tick's
+        K_N, so drop it now; -> NODE_OUT, to go ahead of the tick's SYNC."""
+        if self.n < 2 or self.n - 1 not in self.dead or not self.member[self.n - 1]:
+            return []
+        self.drop(self.n, "process exited")
+        out, self.pending = self.pending, []
+        return out
+
     def bridge_tip(self, k):
         """K_N from K_{N-1} = k with joint N locked (qd = 0) at the angle its last K_N and
         the first K_{N-1} after it left the team imply (firmware/neighbours.py)."""
         jt, dh = self.tip_dh
         if self.q_tip is None:
+            self.events.append((self.t, self.n, "bridged by the host"))
             quat, p, v, w = self.ee_last
             k_n = (k[0],) + tuple(quat) + tuple(p) + tuple(v) + tuple(w)
             self.q_tip = neighbours.joint_from_packets(jt, dh, k, k_n)[0]

@@ -7,6 +7,7 @@ import pytest
 
 from bus_protocol import messages as m
 from host import budget
+from host.run import run_scenario
 from sim_host.faults import FaultSet
 from tests import mp_redundancy as mr
 from tests.conftest import same_under_both
@@ -102,10 +103,17 @@ def test_budget_counts_every_copy():
         assert two["busiest_line_s"] > one["busiest_line_s"] and two["k_n_s"] >= one["k_n_s"]
 
 
-def test_dead_tip_is_bridged_by_the_host(tmp_path):
+@pytest.mark.parametrize("mode", ["inprocess", "processes"])
+def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
     """Link N has no distal neighbour: when its node dies, link N-1 also sends its K to the
     host, which composes K_N over joint N held by its brake. Without that bridge the
-    host's goal runs on an extrapolated K_N and the arm diverges."""
+    host's goal runs on an extrapolated K_N and the arm diverges (in-process), or the
+    host waits for a K_N that never comes (processes mode, CAN, lockstep: the tip's
+    MicroPython process killed with SIGKILL)."""
     free = run(scenario(tmp_path, duration=3.0), tmp_path, "free")[0]["e_rms_m"]
-    s, d = run(scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 10\nstart = 1.5\n', 3.0), tmp_path, "tip")
-    assert s["status"] == "ok" and s["e_rms_m"] <= 1.5 * free
+    sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 10\nstart = 1.5\n', 3.0)
+    opts = {} if mode == "inprocess" else {"mode": "processes", "bus": "can", "lockstep": True}
+    s, out = run_scenario(sc, tmp_path / "tip", quiet=True, make_plots=False, **opts)
+    assert s["status"] == "ok", s.get("reason")
+    assert s["e_rms_m"] <= 1.5 * free
+    assert [e["link"] for e in s["faults"]["team"]] == [10] * len(s["faults"]["team"])
