@@ -104,6 +104,8 @@ class GoalProcess:
             return
         if not self.closed:
             return   # no goal went out: no torque was due
+        if not self.got.any():
+            return   # nobody answered: the goal was lost on the bus (the first ticks: no last goal)
         for i in range(self.n):
             self.silent[i] = 0 if self.got[i] else self.silent[i] + 1
             if self.member[i] and self.silent[i] >= self.drop_after:

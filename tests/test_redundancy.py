@@ -7,6 +7,8 @@ import pytest
 
 from bus_protocol import messages as m
 from host import budget
+from bus_protocol import states as sc_states
+from host.goal_process import GoalProcess
 from host.run import run_scenario
 from sim_host.faults import FaultSet
 from tests import mp_redundancy as mr
@@ -117,3 +119,26 @@ def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
     assert s["status"] == "ok", s.get("reason")
     assert s["e_rms_m"] <= 1.5 * free
     assert [e["link"] for e in s["faults"]["team"]] == [10] * len(s["faults"]["team"])
+
+
+def test_a_tick_nobody_answers_drops_nobody(tmp_path):
+    """Goals lost in the first ticks (no agent has a last goal to act on): no torque from
+    anyone is the bus's loss, not N silent nodes, so the team stays whole; a link that
+    alone stays silent is still dropped after driver_timeout_ticks (2)."""
+    sc = scenario(tmp_path, duration=1.0)
+    k_n = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0) + (0.0,) * 6
+
+    def tick(gp, k, answering):
+        gp.begin(k, k / 120.0)
+        assert any(f[0] == m.GOAL for f in gp.on_frame(m.encode(m.KINEMATIC, sc.n, m.HOST, 0, (k,) + k_n)))
+        for link in answering:
+            gp.on_frame(m.encode(m.TORQUE, link, m.HOST, 0, (k, 0.0, sc_states.RUN) + (0.0,) * 6))
+        gp.end_tick()
+
+    gp = GoalProcess(sc)
+    for k in range(3):
+        tick(gp, k, [])
+    assert gp.member.all() and gp.events == []
+    for k in range(3, 5):
+        tick(gp, k, range(1, sc.n))
+    assert [e[1:] for e in gp.events] == [(sc.n, "dropped: silent for 2 ticks")]
