@@ -187,7 +187,9 @@ def cost_table():
            "On a UART chain or ring a node passes each K frame on to its overhearing neighbours: with",
            "depth d every K frame (66 bytes with COBS) crosses d more wires, d x 66 bytes per link",
            "per cycle. A bridged (dead) neighbour sends nothing, so bridging costs the bridge's",
-           "compositions only.", "",
+           "compositions only. With two copies of every kinematic packet (`[bus] kinematic_copies`)",
+           "every K frame crosses every medium twice ((N + 1) x 64 more logical bytes a cycle) and",
+           "the agent decodes each second copy only to drop it by its tick.", "",
            "| case | us per cycle | vs none | frames in | bytes in |", "|---|---|---|---|---|"]
     for f in rows:   # COST <name words> us <us> frames <n> bytes <b>
         name = " ".join(f[1:-6])
