@@ -6,7 +6,7 @@
 # Semantics as in-process (sim_host/faults.FaultSet.on_wire): a frame faces each fault once,
 # on "its" wire: the wire into its destination link, or out of its source for frames to
 # the host or to everyone (0 is the host's own port); a fault with no link hits every wire.
-# Each draw is a hash of the frame's identity (tick, type, addresses), the fault and
+# Each draw is a hash of the frame's identity (tick, type, addresses, copy), the fault and
 # the run's seed, not the next number of a stream: the node processes and the host draw
 # in no fixed order between them, and a lockstep run still loses the same frames each time.
 import math
@@ -37,8 +37,8 @@ def active(spec, tick):
 
 
 class WireFaults:
-    """specs: [[kind, link (-1: every wire), start, end, period, duty, a, b], ...] in ticks,
-    a = rate | ber | delay_ms, b = jitter_ms. apply(tick, frame, n) -> -1 (lost) or the
+    """specs: [[kind, link (-1: every wire), start, end, period, duty, a, b(, seed)], ...] in
+    ticks, a = rate | ber | delay_ms, b = jitter_ms. apply(tick, frame, n) -> -1 (lost) or the
     added delay in us; a corrupted frame's bits are flipped in place (frame: bytearray).
     Counts lost, corrupted and delayed frames."""
 
@@ -48,30 +48,41 @@ class WireFaults:
         self.lost = 0
         self.corrupted = 0
         self.delayed = 0
+        self._last = None   # the last frame's identity, and how many copies of it in a row
+        self._copy = 0
 
-    def _key(self, k, tick, frame, n):
-        """The draw for fault k and this frame: a hash of the seed, k, the tick and the
-        frame's identity (type, addresses, length; an assertion's origin and kind, a log's
-        first bytes), not its sequence number or values: a node that bridges a packet a
-        little later in one run than in another still loses the same frames after it."""
-        h = _fmix(self.seed ^ (k * 0x9E3779B1 & _M32))
-        h = _fmix(h ^ (tick & _M32))
-        h = _fmix(h ^ (frame[0] | frame[1] << 8 | frame[2] << 16 | (n & 0xFF) << 24))
+    def _identity(self, tick, frame, n):
+        """A hash of the frame's identity: the tick, type, addresses, length (an assertion's
+        origin and kind, a log's first bytes) and which of identical copies sent back to back
+        it is (kinematic_copies), not its sequence number or values: a node that bridges a
+        packet a little later in one run than in another still loses the same frames after it."""
+        a = frame[0] | frame[1] << 8 | frame[2] << 16 | (n & 0xFF) << 24
+        b = 0
         if (frame[0] == m.ASSERT or frame[0] == m.LOG) and n >= 12:
-            h = _fmix(h ^ (frame[8] | frame[9] << 8 | frame[10] << 16 | frame[11] << 24))
-        return h
+            b = frame[8] | frame[9] << 8 | frame[10] << 16 | frame[11] << 24
+        ident = (tick, a, b)
+        if ident == self._last:
+            self._copy += 1
+        else:
+            self._last = ident
+            self._copy = 0
+        h = _fmix(self.seed ^ (tick & _M32))
+        h = _fmix(h ^ a)
+        return _fmix(h ^ b ^ (self._copy * 0x632BE5AB & _M32))
 
     def apply(self, tick, frame, n):
         if n < m.HEADER_SIZE:
             return 0
         dst = frame[2]
         wire = frame[1] if dst == m.HOST or dst == m.BROADCAST else dst
+        ident = self._identity(tick, frame, n)
         delay = 0.0
         for k in range(len(self.specs)):
             s = self.specs[k]
             if (s[1] >= 0 and s[1] != wire) or not active(s, tick):
                 continue
-            h = self._key(k, tick, frame, n)
+            # the fault's own seed (a [[fault]] `seed`) draws another pattern
+            h = _fmix(ident ^ ((k + 1) * 0x9E3779B1 & _M32) ^ ((s[8] if len(s) > 8 else 0) & _M32))
             if s[0] == LOSS:
                 if h / 4294967296.0 < s[6]:
                     self.lost += 1

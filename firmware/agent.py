@@ -100,8 +100,7 @@ class LinkAgent:
         self.mass = float(cfg.get("mass", 0.0))
         self.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
         beh = cfg.get("behaviours", {})
-        self.k_proxy = _weight(beh, "proxy")
-        self.k_assert = float(beh.get("assertions", {}).get("weight", 1.0))
+        self.k_proxy, self.k_assert, self.k_local, self.k_jl = behaviours.weights(beh)
         rmoa = beh.get("rmoa")
         self.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
                                                float(rmoa.get("clearance", 0.75)),
@@ -114,17 +113,14 @@ class LinkAgent:
         self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
             -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
         cen = beh.get("centering")
-        self.k_local = _weight(beh, "centering")
         self.local_pd = (0.0, 0.0, 0.0) if cen is None else (
             float(cen.get("q_c", 0.5 * (self.q_low + self.q_high))),
             float(cen.get("kq", 100.0)), float(cen.get("kw", 20.0)))
         ret = beh.get("retraction")
         if ret is not None:   # the same local PD with alternating setpoints (7.311)
-            self.k_local = float(ret.get("weight", 1.0))
             self.local_pd = (behaviours.retraction_setpoint(self.link, float(ret.get("amplitude", 1.570))),
                              float(ret.get("kq", 100.0)), float(ret.get("kw", 20.0)))
         jl = beh.get("joint_limit")
-        self.k_jl = _weight(beh, "joint_limit")
         self.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
         br = beh.get("brake", {})
         # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
@@ -142,18 +138,23 @@ class LinkAgent:
         self.nb_period = float(nb.get("period", 0.0))        # control period (s)
         self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
         self.nb_readmit = int(nb.get("readmit_cycles", 3))
+        self.copies = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
 
     # ---- bus -------------------------------------------------------------------
-    def send(self, mtype, dst, values, out=None):
-        """Encode into the agent's one transmit buffer and put it on the bus (or `out`)."""
+    def send(self, mtype, dst, values, out=None, copies=1):
+        """Encode into the agent's one transmit buffer and put it on the bus (or `out`),
+        `copies` identical frames back to back (same seq: one frame, sent redundantly)."""
         if self._silent:
             return
         n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
         self._seq = (self._seq + 1) & 0xFFFF
-        (out or self.hal.send)(self._tx, n)
+        out = out or self.hal.send
+        while copies > 0:
+            out(self._tx, n)
+            copies -= 1
 
     def log(self, text):
         """NYMPH-style host service: the host prints/logs what the node says. Inside a
@@ -286,7 +287,11 @@ class LinkAgent:
             if r == 0:
                 self.late += 1
             return
+        if self.link == 1:
+            self._base = v   # K_0: constant for a fixed base, so it also bridges a lost one
         if self.nb_depth:
+            if self._kin[r] is not None and self._kin[r][0] == v[0]:
+                return   # another copy of a packet this tick has brought (time redundancy)
             self._kin[r] = v
             if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
                 self.check_neighbour(r)
@@ -319,7 +324,10 @@ class LinkAgent:
             self.assert_rmoa(quat, p)
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
-        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+        k = (self.tick,) + quat + p + vel + w
+        self.send(m.KINEMATIC, self.down, k, None, self.copies)
+        if self.tip_out:   # the host bridges the tip from K_{N-1} (host/goal_process.py)
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -398,7 +406,15 @@ class LinkAgent:
 
     def bridge_now(self):
         """No K_{i-1} in time this tick: compose K_i from the nearest earlier packet that
-        came, over the links between (bridged ones locked, the others predicted)."""
+        came, over the links between (bridged ones locked, the others predicted). Link 1
+        composes over the last K_0 (the base packet: constant for a fixed base)."""
+        if self.link == 1:
+            v = self._base
+            if v is None:
+                return False
+            self.bridged += 1
+            self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
+            return True
         kin = self._kin
         tick = self.tick
         for r in range(self.skip + 1, self.nb_depth + 1):
@@ -423,8 +439,9 @@ class LinkAgent:
         return False
 
     def pending(self):
-        """With neighbours to bridge: synced to a tick whose K_i has not gone out yet."""
-        return self.nb_depth and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
+        """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
+        K_i has not gone out yet."""
+        return (self.nb_depth or self._base is not None) and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
 
     def on_quiet(self, goal=True):
         """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
@@ -433,7 +450,7 @@ class LinkAgent:
         its torque. True if the agent sent anything."""
         if self.tick < 0 or self.acted_tick == self.tick or self.safety.state != safety.RUN:
             return False
-        if self.kin_tick != self.tick and self.nb_depth and self.bridge_now():
+        if self.kin_tick != self.tick and (self.nb_depth or self.link == 1) and self.bridge_now():
             return True
         if goal and self._goal is not None and self._goal_tick >= self.tick - self.safety.watchdog_cycles:
             self.stale_goal += 1
@@ -539,7 +556,7 @@ class LinkAgent:
             self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
-        self.safety.on_torque(u, qd, self.u_sat)
+        self.safety.on_torque(u, qd, self.u_sat, not self._silent)
         self.acted_tick = self.tick
         t_finish = self.hal.ticks_us()
         self.cycle_us = ticks_diff(t_finish, self.t_sync)
@@ -582,6 +599,8 @@ class LinkAgent:
         elif cmd == m.CMD_CONFIG_APPLY:
             self.apply_config()
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
+            if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
+                self.tip_out = cmd == m.CMD_NODE_OUT
             j = self.link - 1 - int(arg)   # a proximal neighbour's place in the tables
             if 0 <= j <= self.nb_depth:
                 self.node_out(j, cmd == m.CMD_NODE_OUT)
@@ -639,13 +658,8 @@ class LinkAgent:
         self._goal = None                       # the last goal and its tick (stale goal)
         self._goal_tick = -1
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
-
-
-def _weight(beh, name):
-    b = beh.get(name)
-    if b is None:
-        return 0.0
-    return float(b.get("weight", 1.0))
+        self._base = None                       # link 1: the last K_0 (the base packet)
+        self.tip_out = False                    # link N-1: the host took the tip out of the team
 
 
 def _to_world(quat, p, x_link):

@@ -45,6 +45,10 @@ class Scenario:
         self.obstacles = raw["obstacle"]
         self.faults = raw["fault"]
         self.driver_timeout_ticks = rob["driver_timeout_ticks"]
+        self.kinematic_copies = raw["bus"]["kinematic_copies"]
+        if self.kinematic_copies > 1:
+            for cfg in self.agent_configs:
+                cfg["kinematic_copies"] = self.kinematic_copies
         for i, cfg in enumerate(self.agent_configs):
             self._neighbours(i, cfg)
         self._injections()
@@ -101,7 +105,8 @@ class Scenario:
                 "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
                 "mass": L["mass"], "centroid": list(L["centroid"]),
                 "behaviours": out,
-                "safety": {k: v for k, v in beh.get("safety", {}).items() if v is not None},
+                "safety": dict({k: v for k, v in beh.get("safety", {}).items() if v is not None},
+                               period=1.0 / self.control_rate_hz),
                 "brake_at_start": L["brake_at_start"]}
 
 

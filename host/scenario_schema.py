@@ -43,6 +43,10 @@ BEHAVIOURS = {
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
                "readmit_cycles": F("int", 0, 0),
                "kin_stale_cycles": F("int", 12, 1), "over_torque_cycles": F("int", 0, 0),
+               # joint response checks (firmware/safety.py check_response): 0 turns one off
+               "frozen_cycles": F("int", 3, 0), "frozen_du": F("float", 2.0, 0.0),
+               "respond_u": F("float", 0.0, 0.0), "respond_a": F("float", 10.0, 0.0),
+               "respond_ms": F("float", 150.0, 0.0),
                "reactions": {name: F("str", None, choices=("report", "hold", "damp", "brake"))
                              for name in DEFAULT_REACTIONS}},
     # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal neighbours
@@ -69,7 +73,8 @@ FAULT = {"kind": F("str", choices=tuple(fault_kinds.KINDS)), "link": F("int", No
          "rate": F("float", None, 0.0, 1.0), "ber": F("float", None, 0.0, 1.0),
          "delay_ms": F("float", None, 0.0), "jitter_ms": F("float", None, 0.0),
          "sigma": F("float", None, 0.0), "sigma_qd": F("float", None, 0.0), "amplitude": F("float", None),
-         "gain": F("float", None, 0.0), "offset": F("float", None), "target": F("str", None, choices=("kinematic", "torque"))}
+         "gain": F("float", None, 0.0), "offset": F("float", None), "target": F("str", None, choices=("kinematic", "torque")),
+         "seed": F("int", None, 0)}
 SCHEMA = {
     "name": F("str"), "description": F("str", ""),
     "simulation": {"duration": F("float", REQUIRED, 0.0), "control_rate_hz": F("float", 120.0, 1.0, 1000.0),
@@ -99,6 +104,10 @@ SCHEMA = {
                        "use": F("bool", True), "m_max": F("float", 1000.0, 0.0),
                        "every": F("int", 4, 1, 1000)},   # identified ticks: every k-th
     "behaviours": BEHAVIOURS,
+    # the kinematic bus's time redundancy (thesis 7.6.1 "redundant communication"): every
+    # K_i (K_0 from the host too) goes out this many times back to back; receivers take
+    # the first copy of a tick and drop the rest (firmware/agent.py LinkAgent.compose)
+    "bus": {"kinematic_copies": F("int", 1, 1, 3)},
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),

@@ -45,6 +45,19 @@ def run(seq0):
     print("counts %d %d %d" % (faults.lost, faults.corrupted, faults.delayed))
 
 
+def copies():
+    """Every K_3 sent twice back to back (kinematic_copies = 2): 10 % loss draws each copy."""
+    faults = wf.WireFaults([[wf.LOSS, -1, 0, -1, 0, 0, 0.1, 0.0]], seed=7)
+    both = one = 0
+    for tick in range(2000):
+        f = m.encode(m.KINEMATIC, 3, 4, tick, (tick,) + (0.5,) * 13)
+        lost = [faults.apply(tick, bytearray(f), len(f)) < 0 for _ in range(2)]
+        both += lost[0] and lost[1]
+        one += lost[0] != lost[1]
+    print("copies %d %d" % (both, one))
+
+
 run(0)
 print("seq")
 run(12345)   # other sequence numbers: the same frames are hit
+copies()

@@ -10,11 +10,11 @@ from tests.conftest import same_under_both
 def _runs():
     lines = same_under_both("mp_wire_faults.py")
     k = lines.index("seq")
-    return lines[:k], lines[k + 1:]
+    return lines[:k], lines[k + 1:-1], lines[-1]
 
 
 def test_wire_faults_hit_the_frames_on_their_wires_at_their_rates():
-    first, other_seq = _runs()
+    first, other_seq, _ = _runs()
     assert first == other_seq        # a frame's sequence number does not change its fate
     rows = [line.split(None, 4) for line in first if not line.startswith("counts")]
     rows = [(int(t), int(ty), int(src), int(dst), out) for t, ty, src, dst, out in rows]
@@ -39,6 +39,15 @@ def test_wire_faults_hit_the_frames_on_their_wires_at_their_rates():
     assert 2000 <= min(us) < 2100 and 2900 < max(us) <= 3000
     counts = [int(x) for x in first[-1].split()[1:]]
     assert counts == [len(lost), len(bad), len(delayed)]
+
+
+def test_identical_copies_of_a_frame_are_lost_independently():
+    """kinematic_copies sends identical frames back to back (same seq): each is a frame on
+    the wire of its own, lost with the rate on its own (2000 pairs at 10 %)."""
+    both, one = (int(x) for x in _runs()[2].split()[1:])
+    n = 2000
+    assert abs(both - 0.01 * n) < 5 * math.sqrt(n * 0.01 * 0.99)
+    assert abs(one - 0.18 * n) < 5 * math.sqrt(n * 0.18 * 0.82)
 
 
 def test_a_ring_node_takes_the_goal_of_a_tick_whose_sync_and_k0_were_lost():

@@ -407,6 +407,7 @@ def _with_dead_nodes(loop, cluster, exchange, crashes, lockstep):
             for i in dead - gp.dead:
                 gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
             gp.dead = dead
+            frames = gp.tip_gone() + frames
         return exchange(frames, k, deadline)
     return tick
 
