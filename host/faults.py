@@ -258,8 +258,9 @@ NOTES = """## What each reaction means
   do about a lost frame is timed there (a node's 2 ms hop timeout, the host's 0.1 s for
   K_N, a node's 0.25 s for its goal, lockstep): every run loses the same frames, but a
   busy machine can move a bridge or a stale goal by a tick, so lockstep runs with frame
-  loss repeat only to a few per cent in e_rms (the first 3 s of loss10, three runs each on
-  a busy machine: CAN 17.4-18.5 mm, UART ring 16.9-17.9 mm; in-process 26.6 mm). Latency is real time there: within the hop timeout it changes
+  loss repeat only to a few per cent in e_rms (the first 3 s of loss10 with one K copy,
+  three runs each on a busy machine: CAN 17.4-18.5 mm, UART ring 16.9-17.9 mm; in-process
+  26.6 mm). Latency is real time there: within the hop timeout it changes
   nothing (latency-2ms: e_rms as fault-free to 1e-3 mm). On the wall clock the host waits
   5 ms for K_N and a node 7 ms into the 8.3 ms period for its goal: a goal later than that
   is taken for a lost one, so latency of 2-3 ms on top of a lossy bus puts many torques a
