@@ -225,6 +225,15 @@ class MpyFS:
         return io.BytesIO(self.files[path])
 
 
+def with_native(files):
+    """The native module linkcore importable from .mpy files in RAM ({path: bytes},
+    host/mcu.py's mcu_mpy_files.NATIVE), as from a board's flash filesystem: the
+    agent then runs its float work and hot frames in C (firmware/linkstate.py)."""
+    import vfs
+    vfs.mount(MpyFS(files), "/native")
+    sys.path.append("/native")
+
+
 def main_mpy(files, cycles=100):
     """main() with firmware/ and bus_protocol/ imported from .mpy files, not frozen."""
     import vfs

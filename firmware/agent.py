@@ -2,7 +2,9 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, identification, kinematic_bus, neighbours, safety, services
+from math import cos, sin
+
+from firmware import behaviours, global_proxy, identification, kinematic_bus, linkstate, neighbours, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
@@ -68,7 +70,6 @@ class LinkAgent:
         self._silent = False
         self._k_off = self._u_off = 0.0
         self.bridged = 0       # packets composed over a missing K_{i-1}
-        self.components = [0.0] * 6
         self.u = 0.0
 
     def configure(self, cfg):
@@ -131,6 +132,17 @@ class LinkAgent:
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
+        # the native core where it is importable and covers this config (firmware/linkstate.py):
+        # then A_i, K_i, the torque and their frames live in the float array S
+        core = linkstate.linkcore
+        self.core = core if core is not None and linkstate.covers(cfg) else None
+        if self.core is None:
+            self.components = [0.0] * 6
+        else:
+            self.S = linkstate.state(self)
+            self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
+            self._rev = self.jtype == kinematic_bus.REVOLUTE
+            self._tx_assert = None if self.weight is None else bytearray(64)
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None):
@@ -155,6 +167,25 @@ class LinkAgent:
         goal, packet or joint state holding NaN/inf is dropped and latches F_NAN (brake);
         an exception inside the cycle latches F_INTERNAL. A newly latched fault is
         reported at once (STATUS, then a LOG line with its reason)."""
+        core = self.core
+        if core is not None:
+            # linkcore: this tick's K_{i-1} or GOAL, checked and unpacked into S by C (a
+            # Python decode of K is ~5.4k instructions and 272 bytes on a Cortex-M4F);
+            # anything else, or anything odd, goes the Python way below
+            t = core.rx(frame, n, self.S, self.tick, self.link)
+            if t:
+                self.decoder.good += 1
+                try:
+                    if t == m.KINEMATIC:
+                        if self.kin_tick != self.tick:
+                            self.send_kinematic()
+                    else:
+                        self.take_goal(True)
+                except Exception as e:
+                    self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
+                if self.safety.pending:
+                    self.report_faults()
+                return
         msg = self.decoder.decode(frame, n)
         if msg is None:
             return
@@ -228,7 +259,12 @@ class LinkAgent:
             q = self.q_lock
             self.qd = 0.0
         th, d, a, al = self.dh
-        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        if self.core is None:
+            self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
+            if self._rev:
+                th = th + q
+            self.core.a_i(self.S, self._rev, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
         if safety.is_fault_state(self.safety.state):
             self.actuate(None)  # a braked (held, damped) joint needs no goal
 
@@ -288,6 +324,10 @@ class LinkAgent:
         self.compose(quat, p, vel, w)
 
     def compose(self, quat0, p0, v0, w0):
+        if self.core is not None:
+            linkstate.put(self.S, linkstate.S_IN, quat0 + p0 + v0 + w0)
+            self.send_kinematic()
+            return
         rot, trans = self.a_i
         quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd, quat0, p0, v0, w0)
         self.p_prev = p0
@@ -306,6 +346,19 @@ class LinkAgent:
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
         self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+
+    def send_kinematic(self):
+        """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
+        which leaves first), no Python float made."""
+        txa = self._tx_assert
+        self.core.kinematic(self.S, self._rev, self.tick, self.link, self.down, self._seq, self._tx, txa)
+        self.kin_tick = self.tick
+        send = self.hal.send
+        if txa is not None:
+            send(txa, 50)
+            self._seq = (self._seq + 1) & 0xFFFF
+        send(self._tx, 64)
+        self._seq = (self._seq + 1) & 0xFFFF
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -458,7 +511,10 @@ class LinkAgent:
             if self._ak[j] == key:
                 return
         self._ak[self._n_assert] = key
-        self._ap[self._n_assert] = (v[3:6], v[6:12])
+        if self.core is None:
+            self._ap[self._n_assert] = (v[3:6], v[6:12])
+        else:
+            linkstate.put(self.S, linkstate.S_ASSERT + 9 * self._n_assert, v, 3, 12)
         self._n_assert += 1
 
     def on_goal(self, v):
@@ -466,24 +522,34 @@ class LinkAgent:
         if v[0] != self.tick:
             self.late += 1
             return
-        self.safety.on_goal(v[0])
-        self._goal = v
-        self._goal_tick = v[0]
+        if self.core is not None:
+            linkstate.put(self.S, linkstate.S_GOAL, v, 2, 11)
+            v = True
+        self.take_goal(v)
+
+    def take_goal(self, goal):
+        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle."""
+        self.safety.on_goal(self.tick)
+        self._goal = goal
+        self._goal_tick = self.tick
         if self.safety.state == safety.RUN and self.acted_tick != self.tick:
             if self.kin_tick != self.tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
                 self.safety.on_kinematic_age(self.tick - self.kin_tick)
-            self.actuate(v)
+            self.actuate(goal)
 
     def actuate(self, goal):
         c = self.components
         u_prev = self.u   # held since the last tick (the identification's interval)
-        for j in range(6):
-            c[j] = 0.0
         q = self.q
         qd = self.qd
         state = self.safety.state
-        if safety.is_fault_state(state):   # the fault's reaction
+        fault = safety.is_fault_state(state)
+        encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
+        if fault or self.core is None:
+            for j in range(6):
+                c[j] = 0.0
+        if fault:   # the fault's reaction
             if self.q_lock is None:
                 self.q_lock = q
             braked = state == safety.BRAKED
@@ -499,30 +565,37 @@ class LinkAgent:
             if self.q_lock is not None:
                 self.q_lock = None
                 self.hal.set_brake(False)
-            jt = self.jtype
-            z = self.z
-            pp = self.p_prev
-            if self.k_proxy and goal is not None:
-                c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
-            s = 0.0
-            for j in range(self._n_assert):
-                pa, fa = self._ap[j]
-                s += global_proxy.share(jt, z, pp, pa, fa)
-            c[C_ASSERT] = s
-            if self.k_local:
-                qc, kq, kw = self.local_pd
-                c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
-            if self.k_jl:
-                c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
-        # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
-        u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
-             + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
-        u = behaviours.saturate(u, self.u_sat)
-        if self._u_off:
-            u += self._u_off
-        if not safety.finite(u):   # never a NaN torque, whatever went wrong above
-            u = 0.0
-            self.safety.trip(safety.F_INTERNAL, "non-finite torque")
+            if self.core is not None:   # linkcore: what follows, in C, and the frame encoded
+                encoded = self.core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
+                                           self._tx, self.tick, self.link, self._seq, state)
+            else:
+                jt = self.jtype
+                z = self.z
+                pp = self.p_prev
+                if self.k_proxy and goal is not None:
+                    c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
+                s = 0.0
+                for j in range(self._n_assert):
+                    pa, fa = self._ap[j]
+                    s += global_proxy.share(jt, z, pp, pa, fa)
+                c[C_ASSERT] = s
+                if self.k_local:
+                    qc, kq, kw = self.local_pd
+                    c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
+                if self.k_jl:
+                    c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
+        if encoded:
+            u = self.S[linkstate.S_U]
+        else:
+            # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
+            u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
+                 + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
+            u = behaviours.saturate(u, self.u_sat)
+            if self._u_off:
+                u += self._u_off
+            if not safety.finite(u):   # never a NaN torque, whatever went wrong above
+                u = 0.0
+                self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
         self.safety.on_torque(u, qd, self.u_sat)
@@ -531,8 +604,12 @@ class LinkAgent:
         self.cycle_us = ticks_diff(t_finish, self.t_sync)
         # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
         # host's simulated plant on a wire of its own (hal.report), through that wire
-        self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
-                  getattr(self.hal, "report", None))
+        out = getattr(self.hal, "report", None)
+        if encoded and self.safety.state == state:   # linkcore's frame reports the right state
+            (out or self.hal.send)(self._tx, 41)
+            self._seq = (self._seq + 1) & 0xFFFF
+        else:
+            self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
         if self.ident is not None:
             self.ident.after_torque(self, u_prev)
         # STATUS after the torque, when the cycle's traffic is through, and staggered by
