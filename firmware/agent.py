@@ -1,9 +1,10 @@
 # The link agent (docs/design.md §5-6): sense -> kinematic bus step -> behaviours -> arbitrate
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
-from bus_protocol import messages as m
+from array import array
 from math import cos, sin
 
+from bus_protocol import messages as m
 from firmware import behaviours, global_proxy, identification, kinematic_bus, linkstate, neighbours, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
@@ -143,6 +144,7 @@ class LinkAgent:
             self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
             self._rev = self.jtype == kinematic_bus.REVOLUTE
             self._tx_assert = None if self.weight is None else bytearray(64)
+            self._rx_ints = array("I", (0, 0))   # linkcore.rx: a SYNC's or JOINT_STATE's tick, flags
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None):
@@ -169,18 +171,25 @@ class LinkAgent:
         reported at once (STATUS, then a LOG line with its reason)."""
         core = self.core
         if core is not None:
-            # linkcore: this tick's K_{i-1} or GOAL, checked and unpacked into S by C (a
-            # Python decode of K is ~5.4k instructions and 272 bytes on a Cortex-M4F);
-            # anything else, or anything odd, goes the Python way below
-            t = core.rx(frame, n, self.S, self.tick, self.link)
+            # linkcore: SYNC, JOINT_STATE, this tick's K_{i-1} or GOAL checked and unpacked
+            # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
+            # check of a JOINT_STATE 7k); anything else, or anything odd, goes the Python way
+            t = core.rx(frame, n, self.S, self.tick, self.link, self._rx_ints)
             if t:
                 self.decoder.good += 1
                 try:
                     if t == m.KINEMATIC:
                         if self.kin_tick != self.tick:
                             self.send_kinematic()
-                    else:
+                    elif t == m.GOAL:
                         self.take_goal(True)
+                    elif t == m.SYNC:
+                        if self._rx_ints[0] != self.tick:
+                            self.on_sync(self._rx_ints[0])
+                    else:   # JOINT_STATE
+                        feed = getattr(self.hal, "on_joint_state", None)
+                        if feed is not None:
+                            feed(linkstate.joint_state(self.S, self._rx_ints))
                 except Exception as e:
                     self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
                 if self.safety.pending:

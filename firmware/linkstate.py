@@ -33,7 +33,8 @@ S_CENTROID = const(84)
 S_C = const(87)         # torque components (6)
 S_U = const(93)
 S_ASSERT = const(94)    # MAX_ASSERT couplets p(3), f(6)
-SLOTS = const(94 + 9 * 16)
+S_JOINT = const(238)     # JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
+SLOTS = const(246)
 
 if linkcore is not None and linkcore.SLOTS != SLOTS:
     raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, want %d): "
@@ -62,6 +63,12 @@ def state(agent):
     if agent.weight is not None:
         put(S, S_COUPLET + 3, agent.weight)
     return S
+
+
+def joint_state(S, ints):
+    """The values of a JOINT_STATE that linkcore.rx took (SimHAL.on_joint_state's)."""
+    return (ints[0], S[S_JOINT], S[S_JOINT + 1], ints[1], S[S_JOINT + 2], S[S_JOINT + 3], S[S_JOINT + 4],
+            S[S_JOINT + 5], S[S_JOINT + 6], S[S_JOINT + 7])
 
 
 def put(S, at, values, start=0, end=None):

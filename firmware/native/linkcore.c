@@ -37,9 +37,12 @@ typedef mp_float_t real;
 #define S_U 93         // the torque after arbitration and saturation
 #define S_ASSERT 94    // MAX_ASSERT couplets of this tick: p(3), f(6)
 #define MAX_ASSERT 16
-#define SLOTS (S_ASSERT + 9 * MAX_ASSERT)
+#define S_JOINT (S_ASSERT + 9 * MAX_ASSERT)   // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
+#define SLOTS (S_JOINT + 8)
 
 // ---- frames (bus_protocol/messages.py, SPEC.md) ----
+#define T_SYNC 1
+#define T_JOINT_STATE 2
 #define T_KINEMATIC 3
 #define T_GOAL 4
 #define T_ASSERT 5
@@ -368,11 +371,15 @@ static uint8_t *frame_buffer(mp_obj_t obj, size_t need) {
     return (uint8_t *)b.buf;
 }
 
-// rx(frame, n, S, tick, link) -> KINEMATIC, GOAL or 0. A hot frame is checked as
-// messages.Decoder checks it (length, CRC, type, layout) and taken only if it is a
-// KINEMATIC to `link` or a broadcast GOAL, of `tick`, all finite: its floats go straight
-// into S (K_{i-1} to S_IN, the goal to S_GOAL), no Python float is made. Anything
-// else returns 0, and the agent decodes it in Python (which counts a bad frame).
+// rx(frame, n, S, tick, link, ints) -> the type of a hot frame, or 0. A frame is checked
+// as messages.Decoder checks it (length, CRC, type, layout) and taken if it is
+//   SYNC (broadcast or to `link`): its tick into ints[0];
+//   JOINT_STATE to `link`, all finite: its tick into ints[0], flags into ints[1], q, qd,
+//     p_psh, x_r into S_JOINT;
+//   KINEMATIC to `link` of this `tick`, all finite: K_{i-1} into S_IN;
+//   GOAL (broadcast) of this `tick`, all finite: p_app and f into S_GOAL.
+// Their floats go straight from the frame into S: no Python float is made. Anything
+// else returns 0, and the agent decodes it in Python (which also counts a bad frame).
 static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     mp_buffer_info_t b;
     mp_get_buffer_raise(args[0], &b, MP_BUFFER_READ);
@@ -380,14 +387,29 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     size_t n = args[1] == mp_const_none ? b.len : (size_t)mp_obj_get_int(args[1]);
     mp_int_t tick = mp_obj_get_int(args[3]);
     mp_int_t link = mp_obj_get_int(args[4]);
-    if (n > b.len || n < 8 || f[5] + 8 != (int)n || tick < 0) {
+    if (n > b.len || n < 8 || f[5] + 8u != n) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
-    int t = f[0];
-    if (!((t == T_KINEMATIC && n == 64 && f[2] == link) || (t == T_GOAL && n == 49 && f[2] == BROADCAST))) {
-        return MP_OBJ_NEW_SMALL_INT(0);
+    int t = f[0], dst = f[2];
+    const uint8_t *pay = f + HEADER;
+    bool mine;   // the right size, and this agent's to act on
+    switch (t) {
+        case T_SYNC:
+            mine = n == 12 && (dst == BROADCAST || dst == link);
+            break;
+        case T_JOINT_STATE:
+            mine = n == 45 && dst == link;
+            break;
+        case T_KINEMATIC:
+            mine = n == 64 && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            break;
+        case T_GOAL:
+            mine = n == 49 && dst == BROADCAST && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            break;
+        default:
+            mine = false;
     }
-    if (get_u32(f + HEADER) != (uint32_t)tick) {
+    if (!mine) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
     unsigned c = crc16(f, n - 2);
@@ -396,22 +418,45 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     }
     real *S = state(args[2]);
     real tmp[13];
-    bool ok;
-    if (t == T_KINEMATIC) {   // tick, quat, p, v, w
-        ok = get_floats(tmp, f + HEADER + 4, 13);
-    } else {                  // tick, goal_id, p_app(3), f(6)
-        ok = get_floats(tmp, f + HEADER + 5, 9);
-    }
-    if (!ok) {
-        return MP_OBJ_NEW_SMALL_INT(0);
-    }
-    real *dst = S + (t == T_KINEMATIC ? S_IN : S_GOAL);
-    for (int j = 0; j < (t == T_KINEMATIC ? 13 : 9); j++) {
-        dst[j] = tmp[j];
+    switch (t) {
+        case T_KINEMATIC:   // tick, quat, p, v, w
+            if (!get_floats(tmp, pay + 4, 13)) {
+                return MP_OBJ_NEW_SMALL_INT(0);
+            }
+            for (int j = 0; j < 13; j++) {
+                S[S_IN + j] = tmp[j];
+            }
+            break;
+        case T_GOAL:        // tick, goal_id, p_app(3), f(6)
+            if (!get_floats(tmp, pay + 5, 9)) {
+                return MP_OBJ_NEW_SMALL_INT(0);
+            }
+            for (int j = 0; j < 9; j++) {
+                S[S_GOAL + j] = tmp[j];
+            }
+            break;
+        default: {          // SYNC: tick; JOINT_STATE: tick, q, qd, flags, p_psh(3), x_r(3)
+            mp_buffer_info_t ib;
+            mp_get_buffer_raise(args[5], &ib, MP_BUFFER_WRITE);
+            if (ib.len < 2 * sizeof(uint32_t)) {
+                mp_raise_ValueError(MP_ERROR_TEXT("linkcore: ints too short"));
+            }
+            uint32_t *ints = ib.buf;
+            if (t == T_JOINT_STATE) {
+                if (!get_floats(tmp, pay + 4, 2) || !get_floats(tmp + 2, pay + 13, 6)) {
+                    return MP_OBJ_NEW_SMALL_INT(0);
+                }
+                for (int j = 0; j < 8; j++) {
+                    S[S_JOINT + j] = tmp[j];
+                }
+                ints[1] = pay[12];
+            }
+            ints[0] = get_u32(pay);
+        }
     }
     return MP_OBJ_NEW_SMALL_INT(t);
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 5, rx);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 6, rx);
 
 // a_i(S, revolute, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; qd into S_QD
 static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {
