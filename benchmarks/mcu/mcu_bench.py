@@ -2,8 +2,10 @@
 
 Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
 Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
-with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it, once with the
-modules frozen and once imported from .mpy files. Writes the figures into
+with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it: with the native
+module linkcore (firmware/native/linkcore.c, loaded as a .mpy file) and the modules
+frozen, the same with the modules imported from .mpy files, and the frozen pure Python
+alone (the "python" figures: a board without linkcore.mpy). Writes the figures into
 bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
 time = 1000 instructions under -icount shift=0.
 
@@ -48,11 +50,14 @@ def parse(text):
 
 def measure(name):
     elf = mcu.build(name)
-    frozen = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
-    mpy = parse(mcu.run(name, elf, "import mp_node_cycle, mcu_mpy_files\n"
-                                   "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
-    out = {k: frozen[k] for k in PHASES + ("alloc_bytes_per_cycle", "gc_pause_max_instructions", "heap_bytes")}
+    load = "import mp_node_cycle, mcu_mpy_files\n"
+    frozen = parse(mcu.run(name, elf, load + "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)\nmp_node_cycle.main()"))
+    mpy = parse(mcu.run(name, elf, load + "mp_node_cycle.main_mpy(dict(mcu_mpy_files.FILES, **mcu_mpy_files.NATIVE))"))
+    python = parse(mcu.run(name, elf, load + "mp_node_cycle.main()"))
+    keep = PHASES + ("alloc_bytes_per_cycle", "gc_pause_max_instructions")
+    out = {k: frozen[k] for k in keep + ("heap_bytes",)}
     out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"]}
+    out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     return out
 
 
@@ -71,6 +76,10 @@ def table(res):
     row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])
     row("longest GC pause (instructions)", lambda r: r["gc_pause_max_instructions"])
     row("heap (bytes)", lambda r: r["heap_bytes"])
+    rows.append("without linkcore (the frozen pure Python):")
+    for p in ("sync", "k_hop", "goal_hop", "cycle"):
+        row("  " + p, lambda r, p=p: r["python"][p])
+    row("  bytes allocated per cycle", lambda r: r["python"]["alloc_bytes_per_cycle"])
     return "\n".join(rows)
 
 
