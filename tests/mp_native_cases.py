@@ -1,7 +1,7 @@
 # Random agent cycles for the native core's oracle test, runnable under MicroPython and
 # CPython alike: CASES link agents of random joint type, DH, gains, gravity and limits,
-# each fed two ticks of JOINT_STATE, SYNC, K_{i-1} (a random pose and twist), random
-# assertions and a GOAL; prints every frame the agents send, in hex, and the torques' bits.
+# each fed two ticks of JOINT_STATE, SYNC, a corrupted K_{i-1}, K_{i-1} (a random pose and
+# twist), random assertions and a GOAL (now and then holding a NaN); prints every frame the agents send, in hex, and the torques' bits.
 # tests/test_native.py compares the unix port with the native module linkcore against
 # CPython's pure Python; tests/test_mcu.py compares, on an emulated board, the frozen
 # pure Python with linkcore. A generator of integers (the same numbers everywhere)
@@ -94,10 +94,17 @@ def run(seed=12345):
             for k in range(int(r.unit() * 4)):
                 frames.append(m.encode(m.ASSERT, m.HOST, m.BROADCAST, 4 + k,
                                        (tick, link + k, 1 + k % 2) + r.vec(3, -2, 2) + r.vec(6, -50, 50)))
-            frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (tick, 0) + r.vec(3, -2, 2) + r.vec(6, -80, 80)))
+            goal = (tick, 0) + r.vec(3, -2, 2) + r.vec(6, -80, 80)
+            if case % 17 == 16 and tick == 6:   # a NaN in the goal: dropped, F_NAN latched, braked
+                goal = goal[:5] + (float("nan"),) + goal[6:]
+            frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, goal))
+            bad = bytearray(frames[2])   # K_{i-1} with a bit flipped first: counted, dropped
+            bad[7 + case % 50] ^= 4
+            frames.insert(2, bad)
             for f in frames:
                 agent.receive(f)
-            print("U %d %s %s %s" % (case, _bits(agent.u), _bits(agent.components[0]), _bits(agent.components[1])))
+            print("U %d %s %s %s bad %d" % (case, _bits(agent.u), _bits(agent.components[0]),
+                                            _bits(agent.components[1]), agent.decoder.bad))
     print("CORES %d of %d" % (cores, CASES))
 
 

@@ -52,6 +52,8 @@ def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
     want = _cpython("mp_native_cases.py")
     assert got[-1] == "CORES 100 of 100" and want[-1] == "CORES 0 of 100"
     frames = [x[6:8] for x in want if x.startswith("FRAME ")]
-    # every hot frame linkcore writes: K_i, the gravity couplet, the torque
-    assert frames.count("03") == frames.count("06") == 200 and frames.count("05") >= 50
+    # every hot frame linkcore writes: K_i, the gravity couplet, the torque (none where
+    # the goal held a NaN); and the corrupted frames, counted as bad
+    assert frames.count("03") == 200 and frames.count("06") >= 190 and frames.count("05") >= 50
+    assert want[-2].endswith(" bad 2")
     assert got[:-1] == want[:-1]
