@@ -1,24 +1,17 @@
 # Random agent cycles for the native core's oracle test, runnable under MicroPython and
-# CPython alike: CASES link agents of random joint type, DH, gains, gravity and limits,
-# each fed two ticks of JOINT_STATE, SYNC, a corrupted K_{i-1}, K_{i-1} (a random pose and
-# twist), random assertions and a GOAL (now and then holding a NaN); prints every frame the agents send, in hex, and the torques' bits.
-# tests/test_native.py compares the unix port with the native module linkcore against
-# CPython's pure Python; tests/test_mcu.py compares, on an emulated board, the frozen
-# pure Python with linkcore. A generator of integers (the same numbers everywhere)
-# draws the inputs.
+# CPython alike (the repository root on sys.path): CASES link agents of random joint
+# type, DH, gains, gravity and limits, each fed two ticks of JOINT_STATE, SYNC, a
+# corrupted K_{i-1}, K_{i-1} (a random pose and twist), random assertions and a GOAL (now
+# and then holding a NaN); prints every frame the agents send, in hex, and the torques'
+# bits. tests/test_native.py compares the unix port with the native module linkcore
+# against CPython's pure Python; tests/test_mcu.py compares, on an emulated board, the
+# frozen pure Python with linkcore. A generator of integers (the same numbers
+# everywhere) draws the inputs.
 import struct
-import sys
 
-try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
-except NameError:
-    _root = "."
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-
-from bus_protocol import messages as m   # noqa: E402
-from firmware.agent import LinkAgent      # noqa: E402
-from firmware.hal.sim import SimHAL       # noqa: E402
+from bus_protocol import messages as m
+from firmware.agent import LinkAgent
+from firmware.hal.sim import SimHAL
 
 CASES = 100
 N = 8
