@@ -30,9 +30,11 @@ class LinkAgent:
 
     def __init__(self, cfg, hal):
         self.hal = hal
-        # where the motor is the host's simulated plant on a wire of its own, TORQUE goes
-        # there (a HAL method: looked up once, getattr is ~2k instructions on a Cortex-M4F)
+        # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
+        # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
+        # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
         self._report = getattr(hal, "report", None)
+        self._feed_joint = getattr(hal, "on_joint_state", None)
         self.configure(cfg)
         self.status_every = int(cfg.get("status_every", 12))
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
@@ -178,8 +180,7 @@ class LinkAgent:
             # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
             # check of a JOINT_STATE 7k); anything else, or anything odd, goes the Python way
             t = core.rx(frame, n, self.S, self.tick, self.link, self._rx_ints)
-            if t:
-                self.decoder.good += 1
+            if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t == m.KINEMATIC:
                         if self.kin_tick != self.tick:
@@ -189,10 +190,8 @@ class LinkAgent:
                     elif t == m.SYNC:
                         if self._rx_ints[0] != self.tick:
                             self.on_sync(self._rx_ints[0])
-                    else:   # JOINT_STATE
-                        feed = getattr(self.hal, "on_joint_state", None)
-                        if feed is not None:
-                            feed(linkstate.joint_state(self.S, self._rx_ints))
+                    elif self._feed_joint is not None:   # JOINT_STATE
+                        self._feed_joint(linkstate.joint_state(self.S, self._rx_ints))
                 except Exception as e:
                     self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
                 if self.safety.pending:
@@ -229,9 +228,8 @@ class LinkAgent:
         elif mtype == m.GOAL:
             self.on_goal(v)
         elif mtype == m.JOINT_STATE:
-            feed = getattr(self.hal, "on_joint_state", None)
-            if feed is not None:
-                feed(v)
+            if self._feed_joint is not None:
+                self._feed_joint(v)
         elif mtype == m.COMMAND:
             self.on_command(v[0], v[1])
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
@@ -577,25 +575,25 @@ class LinkAgent:
             if self.q_lock is not None:
                 self.q_lock = None
                 self.hal.set_brake(False)
-            if self.core is not None:   # linkcore: what follows, in C, and the frame encoded
-                encoded = self.core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
-                                           self._tx, self.tick, self.link, self._seq, state)
-            else:
-                jt = self.jtype
-                z = self.z
-                pp = self.p_prev
-                if self.k_proxy and goal is not None:
-                    c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
-                s = 0.0
-                for j in range(self._n_assert):
-                    pa, fa = self._ap[j]
-                    s += global_proxy.share(jt, z, pp, pa, fa)
-                c[C_ASSERT] = s
-                if self.k_local:
-                    qc, kq, kw = self.local_pd
-                    c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
-                if self.k_jl:
-                    c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
+        if self.core is not None and not fault:   # linkcore: what follows, in C, and the frame encoded
+            encoded = self.core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
+                                       self._tx, self.tick, self.link, self._seq, state)
+        elif not fault:
+            jt = self.jtype
+            z = self.z
+            pp = self.p_prev
+            if self.k_proxy and goal is not None:
+                c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
+            s = 0.0
+            for j in range(self._n_assert):
+                pa, fa = self._ap[j]
+                s += global_proxy.share(jt, z, pp, pa, fa)
+            c[C_ASSERT] = s
+            if self.k_local:
+                qc, kq, kw = self.local_pd
+                c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
+            if self.k_jl:
+                c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
         if encoded:
             u = self.S[linkstate.S_U]
         else:
