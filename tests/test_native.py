@@ -57,3 +57,13 @@ def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
     assert frames.count("03") == 200 and frames.count("06") >= 190 and frames.count("05") >= 50
     assert want[-2].endswith(" bad 2")
     assert got[:-1] == want[:-1]
+
+
+@pytest.mark.parametrize("script", ["mp_safety.py", "mp_group.py", "mp_services.py", "mp_neighbours.py"])
+def test_firmware_scripts_with_linkcore_print_what_cpython_prints(linkcore_dir, script):
+    """The agents of the safety (faults, brakes, release), group and services scripts run
+    on linkcore, the neighbour script's (redundant kinematics: not covered) on the pure
+    Python beside it: all print what CPython's pure Python prints."""
+    got = _with_linkcore(linkcore_dir, script)
+    want = _cpython(script)
+    assert len(want) >= 1 and got == want
