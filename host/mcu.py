@@ -57,6 +57,7 @@ def missing():
                               capture_output=True, text=True).stdout.strip()
         if not os.path.isabs(libc):
             out.append("newlib for arm-none-eabi (Debian package libnewlib-arm-none-eabi)")
+    out += _linker_missing()   # each build carries the native module linkcore
     src = os.environ.get("MICROPY_SRC", "")
     if not src:
         out.append("MICROPY_SRC (a MicroPython v1.28 source tarball with ports/qemu)")
@@ -69,7 +70,7 @@ def install():
     """apt-get the Debian packages where this machine allows it (root with apt-get);
     returns what is still missing afterwards."""
     lack = missing()
-    tools = [x for x in lack if not x.startswith("MICROPY_SRC")]
+    tools = [x for x in lack if not x.startswith(("MICROPY_SRC", "the Python package"))]
     if tools and os.geteuid() == 0 and shutil.which("apt-get"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q"] + list(PACKAGES)):
@@ -149,17 +150,24 @@ def _mpy_files_module(tree, march, out_dir, log, linkcore):
     _write_if_changed(os.path.join(out_dir, "mcu_mpy_files.py"), "\n".join(lines) + "\n")
 
 
+def _linker_missing():
+    """The Python packages MicroPython's tools/mpy_ld.py links a native module with."""
+    out = []
+    for mod, pkg in (("elftools", "pyelftools"), ("ar", "ar")):
+        try:
+            __import__(mod)
+        except ImportError:
+            out.append("the Python package %s (make setup installs it)" % pkg)
+    return out
+
+
 def native_missing(arch):
     """What is missing to build the native module linkcore for `arch`: [] when nothing."""
     out = []
     cc = "gcc" if arch == "x64" else "arm-none-eabi-gcc"
     if shutil.which(cc) is None:
         out.append("%s (Debian package %s)" % (cc, "gcc" if arch == "x64" else "gcc-arm-none-eabi"))
-    for mod, pkg in (("elftools", "pyelftools"), ("ar", "ar")):   # MicroPython's tools/mpy_ld.py
-        try:
-            __import__(mod)
-        except ImportError:
-            out.append("the Python package %s (make setup installs it)" % pkg)
+    out += _linker_missing()
     src = os.environ.get("MICROPY_SRC", "")
     if not os.path.isfile(src):
         out.append("MICROPY_SRC (a MicroPython v1.28 source tarball)")
