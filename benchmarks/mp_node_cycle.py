@@ -4,7 +4,8 @@
 # One link agent (link 3 of 10) behind a ChainNode with in-memory ports. Prints:
 #   RAM init N            gc.mem_alloc() held by the firmware's modules, agent and node
 #                         (after gc.collect(); measured from before the first import)
-#   ALLOC ...             bytes allocated per control cycle (median, gc disabled)
+#   ALLOC ...             bytes allocated per control cycle (median, gc disabled), and
+#                         by the node alone (ALLOC node: the agent taking nothing)
 #   PHASE name us         interquartile mean per poll round, us (1 us = 1000 instructions
 #                         on QEMU with -icount shift=0):
 #     sync      JOINT_STATE + SYNC in, SYNC passed on, joint sampled, A_i(q) built
@@ -172,6 +173,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
         gc.collect()
         one(k, True)
     print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), _med(alloc)))
+    print("ALLOC node per control cycle: %d bytes" % node_alloc(node, agent, one))
     for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll"), ph):
         print("PHASE %s %.3f" % (name, _iqm(v) * us_per_tick))
     # the longest collection: the heap as far as the cycles fill it with their garbage
@@ -189,6 +191,58 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     print("HOP goal_us %d" % round(_med(ph[2]) * us_per_tick))
     print("HOP fwd_us %d" % round(_med(ph[3]) * us_per_tick))
     print("torque", agent.u, "bad", agent.decoder.bad)
+
+
+def node_alloc(node, agent, one, cycles=12):
+    """Bytes the node itself allocates per control cycle (median): the same poll rounds
+    with the agent taking nothing, and one frame of the agent's sent through the node."""
+    import gc
+    from bus_protocol import messages as m
+    frame = bytearray(m.MAX_FRAME)
+    n = m.encode_into(frame, m.TORQUE, 3, 0, 1, (1, 1.0, 1, 0., 0., 0., 0., 0., 0.))
+
+    def nothing(buf, n=None):
+        pass
+    agent.receive = nothing
+    v = []
+    for k in range(cycles):
+        gc.collect()
+        b0 = gc.mem_alloc()
+        one(k, False)
+        node.send(frame, n)
+        v.append(gc.mem_alloc() - b0)
+    del agent.receive       # the class's method again
+    return _med(v)
+
+
+# the firmware's modules as the agent and the node import them, leaves first
+MODULES = ("bus_protocol.thumb", "bus_protocol.messages", "bus_protocol.framing", "firmware.hal",
+           "firmware.vec", "firmware.kinematic_bus", "firmware.global_proxy", "firmware.behaviours",
+           "firmware.safety", "firmware.services", "firmware.neighbours", "firmware.agent",
+           "firmware.hal.sim", "firmware.node")
+
+
+def ram_by_module():
+    """[(name, bytes)]: gc.mem_alloc() growth per module imported (each with what it holds
+    that no module before it did), then the agent and the node objects."""
+    import gc
+    out = []
+    gc.collect()
+    a = gc.mem_alloc()
+    for name in MODULES:
+        __import__(name)
+        gc.collect()
+        b = gc.mem_alloc()
+        out.append((name, b - a))
+        a = b
+    from firmware.agent import LinkAgent
+    from firmware.hal.sim import SimHAL
+    from firmware.node import ChainNode
+    agent = LinkAgent(config(), SimHAL())
+    node = ChainNode(agent, Port(), Port())
+    gc.collect()
+    out.append(("agent and node objects", gc.mem_alloc() - a))
+    return out
 
 
 class MpyFS:
@@ -234,12 +288,36 @@ def with_native(files):
     sys.path.append("/native")
 
 
+def _path(first):
+    """sys.path: `first`, and linkcore's place if with_native() mounted it."""
+    sys.path[:] = [first] + [p for p in sys.path if p == "/native"]
+
+
 def main_mpy(files, cycles=100):
     """main() with firmware/ and bus_protocol/ imported from .mpy files, not frozen."""
     import vfs
     vfs.mount(MpyFS(files), "/mpy")
-    sys.path[:] = ["/mpy"]
+    _path("/mpy")
     main(cycles)
+
+
+def main_romfs(image, cycles=100):
+    """main() with the same .mpy files imported from a ROMFS image (vfs.VfsRom over the
+    image, frozen into flash: a board's `mpremote romfs deploy`): their bytecode is
+    executed where it lies, not copied into RAM."""
+    import vfs
+    vfs.mount(vfs.VfsRom(image), "/rom")
+    _path("/rom")
+    main(cycles)
+
+
+def modules_mpy(files):
+    """RAM per module imported from .mpy files (make mcu-bench: what the .mpy figure holds)."""
+    import vfs
+    vfs.mount(MpyFS(files), "/mpy")
+    _path("/mpy")
+    for name, b in ram_by_module():
+        print("RAM module %s: %d" % (name, b))
 
 
 if __name__ == '__main__':

@@ -89,7 +89,7 @@ def split_into(data, i: int, n: int, acc, st) -> int:
     a = ptr8(acc)      # noqa: F821
     t = ptr32(st)      # noqa: F821
     o = t[0]
-    cap = int(len(acc))
+    cap = 80           # framing.MAX_WIRE
     while i < n:
         b = s[i]
         i += 1

@@ -76,12 +76,12 @@ def cobs_peek(data, i, j, k):
 
 def split_into(data, i, n, acc, st):
     """Move data[i:n] up to its next 0x00 delimiter onto the run being collected in
-    acc[:st[0]] (st = array('i', [length, overflow])). Bytes beyond len(acc) are not
-    kept and set st[1] (an overlong run: the frame is dropped at its delimiter).
-    Returns the index after the delimiter, or -1 if data[i:n] holds none (the run
-    continues in the next read). Allocates nothing."""
+    acc[:st[0]] (acc: a bytearray of MAX_WIRE; st = array('i', [length, overflow])).
+    Bytes beyond MAX_WIRE are not kept and set st[1] (an overlong run: the frame is
+    dropped at its delimiter). Returns the index after the delimiter, or -1 if
+    data[i:n] holds none (the run continues in the next read). Allocates nothing."""
     o = st[0]
-    cap = len(acc)
+    cap = MAX_WIRE
     while i < n:
         b = data[i]
         i += 1
@@ -120,15 +120,81 @@ def put(out, o, data, span):
     return o + 1
 
 
-try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
-    from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
-                                          cobs_peek, find0, put, split_into)
-except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
-    pass
-try:  # ARM boards: the COBS loops, find0 and put in Thumb assembly (thumb.py), 5-10x viper
-    from bus_protocol.thumb import cobs_decode_into, cobs_encode_into, find0, put  # noqa: F811
+# The node's cut-through block (firmware/node.py): one bytearray holding what framing.cut
+# and its Thumb-assembly twin (thumb.py, where the offsets are written out) work on
+# besides the read itself (each buffer argument of an asm_thumb call costs ~100
+# instructions on a Cortex-M4F):
+#   [0:4] frames passed on by cut (uint32 LE)  [4] bytes queued up  [5] bytes queued down
+#   [6:8] frames passed on by this call        [8:20] scratch
+#   [BLK_TX:+TX] the up port's transmit buffer, then the down port's
+#   [BLK_TAB:+256] the routing table: dst -> where a frame for it from up goes (bits 0-1)
+#       and from down (bits 2-3): 1 pass up, 2 pass down, 0 the node looks at it (bits
+#       4-5: the node's own use)
+#   [BLK_TAB+256], [BLK_TAB+257] set: a run without its delimiter carried over from the
+#       last read from up, from down
+MAX_WIRE = 80             # COBS bytes of the longest logical frame (64 -> 65), with margin
+TX = 2 * (MAX_WIRE + 1)   # a transmit buffer: two longest frames (one byte counts it)
+BLK_TX = 20
+BLK_TAB = BLK_TX + 2 * TX     # 344
+BLK = BLK_TAB + 258           # 602 bytes
+FROM_DOWN = 1 << 24           # cut's span: the read came from the down port
+
+
+def cut(data, blk, span):
+    """Cut-through forwarding of the read data[i:n], span = n | i << 12 (| FROM_DOWN):
+    its whole frames are passed on without decoding, as long as the block's table names
+    one port for their dst (peeked in the COBS header) and the port they came from.
+    Stops at the first frame that needs more (0 in the table: the node's own, broadcast,
+    overheard), at a malformed, short (< 4 COBS bytes) or overlong (> MAX_WIRE) run, at a
+    transmit buffer without room for a longest frame, or at a run without its delimiter;
+    does nothing while a run is carried over. Empty runs are skipped. Returns the number
+    k of frames passed on when the whole read is done, else -1 - (i | j << 12): the
+    index it stopped at and that run's delimiter (0xFFF: none in the read), k in
+    blk[6:8]. Allocates nothing."""
+    n = span & 0xFFF
+    i = span >> 12 & 0xFFF
+    down = span >> 24
+    t = BLK_TAB
+    k = 0
+    while i < n and not blk[t + 256 + down]:
+        j = find0(data, i, n)
+        if j == i:
+            i += 1
+            continue
+        if j < 0 or j - i > MAX_WIRE or j - i < 4:
+            break
+        side = blk[t + cobs_peek(data, i, j, 2)] >> 2 * down & 3
+        if not side:
+            break
+        o = blk[3 + side]
+        if o > TX - MAX_WIRE - 1:
+            break
+        base = BLK_TX + (side - 1) * TX
+        blk[3 + side] = put(blk, base + o, data, i | j << 16) - base
+        k += 1
+        i = j + 1
+    c = k
+    for b in range(4):   # the total += k, byte by byte (no int beyond 30 bits: no allocation)
+        c += blk[b]
+        blk[b] = c & 0xFF
+        c >>= 8
+    blk[6] = k & 0xFF
+    blk[7] = k >> 8 & 0xFF
+    if i == n and not blk[t + 256 + down]:
+        return k
+    j = find0(data, i, n)
+    return -1 - (i | (0xFFF if j < 0 else j) << 12)
+
+
+try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
+    from bus_protocol.thumb import (cobs_decode_into, cobs_encode_into, cobs_peek, cut,  # noqa: F811
+                                    find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
-    pass
+    try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
+        from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
+                                              cobs_peek, find0, put, split_into)
+    except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
+        pass
 
 
 def cobs_encode(data):

@@ -137,14 +137,13 @@ def crc16_table(data, n=None):
 
 _crc_native = None
 if _crc_hqx is None:
-    try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
-        from bus_protocol.crc_native import crc16_viper as _crc_native
-    except Exception:
-        _crc_native = None
     try:  # ARM boards: Thumb assembly, ~13 instructions a byte against viper's ~75
-        from bus_protocol.thumb import crc16 as _crc_native  # noqa: F811
+        from bus_protocol.thumb import crc16 as _crc_native
     except Exception:
-        pass
+        try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
+            from bus_protocol.crc_native import crc16_viper as _crc_native  # noqa: F811
+        except Exception:
+            _crc_native = None
 
 
 def crc16(data, n=None):

@@ -1,6 +1,8 @@
-# framing's COBS encoder and decoder, find0 and put, and messages' CRC in ARM Thumb assembly (MicroPython's inline assembler,
-# 16-bit Thumb-1 instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and
-# ARMv7E-M). Imported by framing.py only where @micropython.asm_thumb exists.
+# framing's byte loops (COBS encoder, decoder and peek, find0, put, cut, split_into) and
+# messages' CRC in ARM Thumb assembly (MicroPython's inline assembler, 16-bit Thumb-1
+# instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
+# Imported by framing.py and messages.py first where @micropython.asm_thumb exists;
+# there the viper modules (cobs_native.py, crc_native.py) are not loaded (RAM as .mpy).
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
 # these ~8: scanning a 50-byte frame for its delimiter takes 800 instructions, not 4300.
 # Arguments arrive in r0..r3 (a bytearray as the address of its bytes); r0 is returned.
@@ -53,6 +55,237 @@ def put(r0, r1, r2, r3):
     strb(r5, [r0, 0])    # noqa: F821
     mov(r0, r1)          # noqa: F821
 
+
+
+@micropython.asm_thumb
+def cut(r0, r1, r2):
+    # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> framing.cut. blk offsets as
+    # framing.py lays them out: 0 total (word), 4/5 bytes queued up/down, 6 k (halfword),
+    # 8 data, 12 table, 16 shift of the side's bits (words), 20 the up transmit buffer,
+    # 20 + 162 (TX) the down one, 344 the table (258 bytes). Why: the whole "frame from
+    # down not for me -> up" in one call, each byte read once (delimiter search and copy
+    # in one pass, ~8 instructions a byte); on a Cortex-M4F the Python routing of one
+    # frame (peek, _route, _queue, put) cost ~14k instructions.
+    mov(r5, r0)          # noqa: F821  data
+    mov(r3, r1)          # noqa: F821  blk
+    mov(r1, r2)          # noqa: F821  span
+    mov(r6, 0)           # noqa: F821
+    strh(r6, [r3, 6])    # noqa: F821  k = 0
+    lsl(r4, r1, 20)      # noqa: F821
+    lsr(r4, r4, 20)      # noqa: F821  n
+    lsl(r2, r1, 8)       # noqa: F821
+    lsr(r2, r2, 20)      # noqa: F821  i
+    lsr(r1, r1, 24)      # noqa: F821  side
+    add(r6, r1, r1)      # noqa: F821
+    str(r6, [r3, 16])    # noqa: F821  its bits' shift: 0 or 2
+    str(r5, [r3, 8])     # noqa: F821  data, for the index at the end
+    add(r4, r5, r4)      # noqa: F821  end = data + n
+    add(r6, r5, r2)      # noqa: F821  p = data + i
+    mov(r2, 86)          # noqa: F821
+    lsl(r2, r2, 2)       # noqa: F821  BLK_TAB = 344
+    add(r2, r2, r3)      # noqa: F821  the table
+    str(r2, [r3, 12])    # noqa: F821  (r2 is the copy loop's too)
+    add(r5, r2, r1)      # noqa: F821
+    add(r5, 255)         # noqa: F821
+    ldrb(r5, [r5, 1])    # noqa: F821  table[256 + side]: a run carried over
+    mov(r1, r6)          # noqa: F821  p: the frame's start
+    cmp(r5, 0)           # noqa: F821
+    bne(STOP)            # noqa: F821
+    label(FRAME)         # noqa: F821
+    cmp(r1, r4)          # noqa: F821
+    bcs(ALL)             # noqa: F821  p == end: the whole read passed on
+    ldrb(r6, [r1, 0])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    bne(HEAD)            # noqa: F821
+    add(r1, 1)           # noqa: F821  an empty run: skipped
+    b(FRAME)             # noqa: F821
+    label(HEAD)          # noqa: F821  four COBS bytes, none the delimiter
+    add(r5, r1, 4)       # noqa: F821
+    cmp(r5, r4)          # noqa: F821
+    bhi(STOP)            # noqa: F821
+    ldrb(r6, [r1, 1])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(STOP)            # noqa: F821
+    ldrb(r6, [r1, 2])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(STOP)            # noqa: F821
+    ldrb(r6, [r1, 3])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(STOP)            # noqa: F821
+    add(r6, r1, 3)       # noqa: F821  where the decoded byte 2 (dst) is encoded:
+    mov(r7, r1)          # noqa: F821  a code byte there stands for a 0x00
+    label(WALK)          # noqa: F821
+    cmp(r7, r6)          # noqa: F821
+    bcs(WALKED)          # noqa: F821
+    ldrb(r0, [r7, 0])    # noqa: F821
+    add(r7, r7, r0)      # noqa: F821  the next code byte
+    b(WALK)              # noqa: F821
+    label(WALKED)        # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    cmp(r7, r6)          # noqa: F821
+    beq(DST)             # noqa: F821
+    ldrb(r0, [r6, 0])    # noqa: F821
+    label(DST)           # noqa: F821
+    add(r0, r2, r0)      # noqa: F821
+    ldrb(r0, [r0, 0])    # noqa: F821  table[dst]
+    ldr(r6, [r3, 16])    # noqa: F821
+    lsr(r0, r6)          # noqa: F821
+    mov(r6, 3)           # noqa: F821
+    and_(r0, r6)         # noqa: F821  side to pass it to: 1 up, 2 down, 0 none
+    cmp(r0, 0)           # noqa: F821
+    beq(STOP)            # noqa: F821
+    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [3]
+    ldrb(r7, [r6, 3])    # noqa: F821  o
+    cmp(r7, 81)          # noqa: F821  TX - MAX_WIRE - 1
+    bhi(STOP)            # noqa: F821
+    add(r7, r7, r3)      # noqa: F821
+    add(r7, 20)          # noqa: F821  dest = blk + BLK_TX + o
+    cmp(r0, 1)           # noqa: F821
+    beq(LIMIT)           # noqa: F821
+    add(r7, 162)         # noqa: F821  the down buffer: + TX
+    label(LIMIT)         # noqa: F821
+    mov(r5, r1)          # noqa: F821
+    add(r5, 81)          # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
+    cmp(r5, r4)          # noqa: F821
+    bls(COPY0)           # noqa: F821
+    mov(r5, r4)          # noqa: F821
+    label(COPY0)         # noqa: F821
+    mov(r0, r1)          # noqa: F821
+    label(COPY)          # noqa: F821  up to and with the delimiter (beyond the fill
+    cmp(r0, r5)          # noqa: F821  until it is found: harmless if not)
+    bcs(STOP)            # noqa: F821
+    ldrb(r2, [r0, 0])    # noqa: F821
+    strb(r2, [r7, 0])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    add(r7, 1)           # noqa: F821
+    cmp(r2, 0)           # noqa: F821
+    bne(COPY)            # noqa: F821
+    sub(r2, r0, r1)      # noqa: F821  length + 1
+    ldrb(r7, [r6, 3])    # noqa: F821
+    add(r7, r7, r2)      # noqa: F821
+    strb(r7, [r6, 3])    # noqa: F821  o += length + 1
+    mov(r1, r0)          # noqa: F821  the next frame
+    ldr(r2, [r3, 12])    # noqa: F821
+    ldr(r0, [r3, 0])     # noqa: F821
+    add(r0, 1)           # noqa: F821
+    str(r0, [r3, 0])     # noqa: F821  total += 1
+    ldrh(r0, [r3, 6])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    strh(r0, [r3, 6])    # noqa: F821  k += 1
+    b(FRAME)             # noqa: F821
+    label(ALL)           # noqa: F821
+    ldrh(r0, [r3, 6])    # noqa: F821  -> k
+    b(END)               # noqa: F821
+    label(STOP)          # noqa: F821  -> -1 - (i | j << 12), j its delimiter
+    mov(r5, r1)          # noqa: F821
+    label(SCAN)          # noqa: F821
+    cmp(r5, r4)          # noqa: F821
+    bcs(NONE)            # noqa: F821
+    ldrb(r6, [r5, 0])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(FOUND)           # noqa: F821
+    add(r5, 1)           # noqa: F821
+    b(SCAN)              # noqa: F821
+    label(NONE)          # noqa: F821
+    ldr(r5, [r3, 8])     # noqa: F821
+    mov(r6, 255)         # noqa: F821
+    lsl(r6, r6, 4)       # noqa: F821
+    add(r6, 15)          # noqa: F821
+    add(r5, r5, r6)      # noqa: F821  data + 0xFFF: none
+    label(FOUND)         # noqa: F821
+    ldr(r0, [r3, 8])     # noqa: F821
+    sub(r1, r1, r0)      # noqa: F821  i
+    sub(r5, r5, r0)      # noqa: F821  j
+    lsl(r5, r5, 12)      # noqa: F821
+    orr(r5, r1)          # noqa: F821
+    mvn(r0, r5)          # noqa: F821  (~x == -1 - x)
+    label(END)           # noqa: F821
+
+
+@micropython.asm_thumb
+def cobs_peek(r0, r1, r2, r3):
+    # r0 data, r1 i, r2 j, r3 k -> framing.cobs_peek: byte k of the frame COBS-encoded
+    # in data[i:j], or -1
+    add(r1, r0, r1)      # noqa: F821  p
+    add(r2, r0, r2)      # noqa: F821  end
+    mov(r4, 0)           # noqa: F821  out: decoded bytes before p's block
+    label(LOOP)          # noqa: F821
+    cmp(r1, r2)          # noqa: F821
+    bcs(BAD)             # noqa: F821
+    ldrb(r5, [r1, 0])    # noqa: F821  code
+    cmp(r5, 0)           # noqa: F821
+    beq(BAD)             # noqa: F821
+    sub(r6, r5, 1)       # noqa: F821
+    add(r7, r4, r6)      # noqa: F821  out + run
+    cmp(r3, r7)          # noqa: F821
+    bcs(SKIP)            # noqa: F821  k >= out + run: not in this block
+    sub(r7, r3, r4)      # noqa: F821
+    add(r7, r7, r1)      # noqa: F821
+    add(r7, 1)           # noqa: F821  p + 1 + k - out
+    cmp(r7, r2)          # noqa: F821
+    bcs(BAD)             # noqa: F821
+    ldrb(r0, [r7, 0])    # noqa: F821
+    b(END)               # noqa: F821
+    label(SKIP)          # noqa: F821
+    mov(r4, r7)          # noqa: F821  out += run
+    add(r1, r1, r5)      # noqa: F821  the next code byte
+    cmp(r5, 0xFF)        # noqa: F821
+    beq(LOOP)            # noqa: F821  a full block: no zero follows
+    cmp(r3, r4)          # noqa: F821
+    bne(NEXT)            # noqa: F821
+    cmp(r1, r2)          # noqa: F821  byte k is that zero, if a block follows
+    bcs(BAD)             # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    b(END)               # noqa: F821
+    label(NEXT)          # noqa: F821
+    add(r4, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(BAD)           # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    sub(r0, 1)           # noqa: F821
+    label(END)           # noqa: F821
+
+
+@micropython.asm_thumb
+def _split(r0, r1, r2, r3):
+    # r0 data, r1 span = i | n << 16, r2 acc (MAX_WIRE = 80 bytes), r3 st (array('i'))
+    # -> framing.split_into
+    lsr(r4, r1, 16)      # noqa: F821
+    add(r4, r0, r4)      # noqa: F821  end
+    lsl(r1, r1, 16)      # noqa: F821
+    lsr(r1, r1, 16)      # noqa: F821
+    add(r1, r0, r1)      # noqa: F821  p
+    ldr(r5, [r3, 0])     # noqa: F821  o = st[0]
+    label(LOOP)          # noqa: F821
+    cmp(r1, r4)          # noqa: F821
+    bcs(NONE)            # noqa: F821
+    ldrb(r6, [r1, 0])    # noqa: F821
+    add(r1, 1)           # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(DELIM)           # noqa: F821
+    cmp(r5, 80)          # noqa: F821  MAX_WIRE
+    bcs(OVER)            # noqa: F821
+    add(r7, r2, r5)      # noqa: F821
+    strb(r6, [r7, 0])    # noqa: F821
+    add(r5, 1)           # noqa: F821
+    b(LOOP)              # noqa: F821
+    label(OVER)          # noqa: F821
+    mov(r7, 1)           # noqa: F821
+    str(r7, [r3, 4])     # noqa: F821  st[1] = 1
+    b(LOOP)              # noqa: F821
+    label(DELIM)         # noqa: F821
+    str(r5, [r3, 0])     # noqa: F821
+    sub(r0, r1, r0)      # noqa: F821  the index after the delimiter
+    b(END)               # noqa: F821
+    label(NONE)          # noqa: F821
+    str(r5, [r3, 0])     # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    sub(r0, 1)           # noqa: F821
+    label(END)           # noqa: F821
+
+
+def split_into(data, i, n, acc, st):
+    return _split(data, i | (n << 16), acc, st)
 
 
 @micropython.asm_thumb

@@ -5,9 +5,21 @@ from array import array
 from math import cos, sin
 
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, identification, kinematic_bus, linkstate, neighbours, safety, services
+from firmware import behaviours, global_proxy, kinematic_bus, linkstate, neighbours, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
+
+identification = None   # imported for a link that carries or identifies a load: _load_support
+
+
+def _load_support():
+    """firmware/identification.py, imported on first need (as a .mpy file it holds
+    ~5 KB of RAM, a fifth of a board's budget: make mcu-bench)."""
+    global identification
+    if identification is None:
+        from firmware import identification as mod
+        identification = mod
+    return identification
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
 CONFIG_MAX = 2048   # bytes of a CONFIG blob
@@ -40,7 +52,9 @@ class LinkAgent:
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
         ident = cfg.get("identify")   # the last links identify a load nobody told them of
-        self.ident = None if ident is None else identification.LinkIdent(ident, self)
+        self.ident = None if ident is None else _load_support().LinkIdent(ident, self)
+        if load is not None:
+            _load_support()   # weight_couplet's
         self.new_run()
         self._cfg_blob = None
         self.decoder = m.Decoder()

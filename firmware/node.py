@@ -6,15 +6,23 @@
 #   frame port (CAN, CAN-FD): send(frame) ;      recv() -> frame bytes or None (non-blocking)
 from array import array
 
+try:
+    from micropython import const
+except ImportError:   # CPython
+    def const(x):
+        return x
+
 from bus_protocol import framing
 from bus_protocol import messages as m
+from bus_protocol.framing import cut as _cut
 
 
-_MAX_WIRE = 80   # COBS bytes of the longest logical frame (64 -> 65), with margin
-# Transmit buffer per port (two longest frames; a fuller round is written in parts) and
-# decoded frames held per poll round (more are handed to the agent in batches): RAM after
-# init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
-_TX = 2 * (_MAX_WIRE + 1)
+_MAX_WIRE = framing.MAX_WIRE
+# Transmit buffer per port: two longest frames (framing.TX; a fuller round is written in
+# parts). Decoded frames held per poll round (more are handed to the agent in batches):
+# RAM after init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
+_TX = framing.TX
+_FROM_DOWN = const(1 << 24)   # framing.FROM_DOWN
 _POOL = 8
 
 
@@ -60,139 +68,198 @@ class ChainNode:
         # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
         # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
         # move the bytes).
+        # the transmit buffers, the routing tables and the cut-through counters in one
+        # block (framing.cut's layout: fewer buffer arguments per call)
+        if bufsize > 0xFFF:
+            raise ValueError("bufsize %d > 4095 (framing.cut's span)" % bufsize)
         self._rx = bytearray(bufsize)
+        self._blk = bytearray(framing.BLK)
+        mv = memoryview(self._blk)
         self._acc = (bytearray(_MAX_WIRE), bytearray(_MAX_WIRE))   # the COBS run so far, per port
         self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
-        self._tx = (bytearray(_TX), bytearray(_TX))   # up, down
-        self._txn = [0, 0]            # bytes queued per port, written once per poll round
+        self._tx_up = mv[framing.BLK_TX:framing.BLK_TX + _TX]
+        self._txv = (self._tx_up, mv[framing.BLK_TX + _TX:framing.BLK_TAB])
+        # dst -> the one port framing.cut passes a frame to untouched (1 up, 2 down; 0:
+        # _pump looks at it), per port it came from (bits 0-1 up, 2-3 down: _tables);
+        # [256 + side]: a run without its delimiter carried over from the last read
+        self._cut_tab = mv[framing.BLK_TAB:]
+        self._forwarded = 0   # frames passed on by _pump (framing.cut counts its own)
         self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
         self._mine_n = array("H", bytes(2 * _POOL))   # lengths of this round's own frames
         self._nmine = 0
         self._wire = bytearray(_MAX_WIRE)   # the agent's frame, COBS-encoded
         self._batch = False
-        self.forwarded = 0
         self.dropped = 0
+        self._tables()
         agent.hal.send = self.send   # the agent talks through this node
+
+    @property
+    def forwarded(self):
+        """Frames passed on (cut through or routed by _pump)."""
+        b = self._blk
+        return self._forwarded + (b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24)
+
+    def _tables(self):
+        """framing.cut's routing table, from _route: a frame that only passes through
+        (not this node's, not broadcast, not overheard, not dropped) is cut through;
+        bits 4-5 say where the agent's frames go (send)."""
+        near = self.link - self.overhear if self.overhear else self.link + 1
+        t = self._cut_tab
+        for dst in range(256):
+            v = self._route(dst, None, 0, None) << 4
+            if dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link):
+                for side in (0, 1):
+                    s = self._route(dst, None, 0, self.down if side else self.up)
+                    if s == 1 or s == 2:
+                        v |= s << 2 * side
+            t[dst] = v
 
     def send(self, buf, n=None):
         k = framing.cobs_encode_into(buf, len(buf) if n is None else n, self._wire)
-        self._route(buf[2], self._wire, (k - 1) << 16, None)
+        s = self._cut_tab[buf[2]] >> 4   # _route's answer for the agent's frames (_tables)
+        if s & 2:
+            self._queue(1, self._wire, (k - 1) << 16)
+        if s & 1:
+            self._queue(0, self._wire, (k - 1) << 16)
         if not self._batch:
             self.flush()
 
     def flush(self):
-        n = self._txn
-        if n[1]:
-            self.down.write(self._tx[1], n[1])
-            n[1] = 0
+        b = self._blk
+        if b[5]:
+            self.down.write(self._txv[1], b[5])
+            b[5] = 0
             if self.ring and not self.down_dead and getattr(self.down, "hup", False):
                 self.down_dead = True     # route around it: everything goes up from now on
                 self.to_links = None
                 self.to_host = self.up
                 self._host_side = 0
-        if n[0]:
-            self.up.write(self._tx[0], n[0])
-            n[0] = 0
+                self._tables()
+        if b[4]:
+            self.up.write(self._txv[0], b[4])
+            b[4] = 0
 
     def _queue(self, side, data, span):
         """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
         transmit buffer (span packs start and end: framing.put)."""
-        o = self._txn[side]
+        o = self._blk[4 + side]
         if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
             self.flush()
             o = 0
-        self._txn[side] = framing.put(self._tx[side], o, data, span)
+        self._blk[4 + side] = framing.put(self._txv[side], o, data, span)
 
     def _route(self, dst, data, span, came_from):
+        """Queue a frame for dst that came from port came_from (None: the agent's) on
+        the port(s) it goes to; returns them: 1 up, 2 down, 3 both, 0 none, -1 dropped
+        as misrouted. With data None only says where (_tables)."""
         if self.down_dead or (self.ring and came_from is self.down and came_from is not None):
-            if came_from is not self.up or dst == m.HOST or dst > self.link:
-                self._queue(0, data, span)   # a ring round a dead node: the other way round
-            return
-        if dst == m.HOST:
+            # a ring round a dead node: the other way round
+            s = 1 if came_from is not self.up or dst == m.HOST or dst > self.link else 0
+        elif dst == m.HOST:
             if came_from is self.to_host:   # host-bound against the flow: a node
-                self.dropped += 1            # configured for the other topology
-            else:
-                self._queue(self._host_side, data, span)
-            return
-        if dst == m.BROADCAST or dst > self.link:
-            if self.to_links is not None and came_from is not self.down:
+                if data is not None:         # configured for the other topology
+                    self.dropped += 1
+                return -1
+            s = self._host_side + 1
+        else:
+            s = 0
+            if dst == m.BROADCAST or dst > self.link:
+                if self.to_links is not None and came_from is not self.down:
+                    s = 2
+            if dst == m.BROADCAST or dst < self.link:
+                if came_from is not self.up:
+                    s |= 1
+        if data is not None:
+            if s & 2:
                 self._queue(1, data, span)
-        if dst == m.BROADCAST or dst < self.link:
-            if came_from is not self.up:
+            if s & 1:
                 self._queue(0, data, span)
+        return s
 
-    def _pump(self, port, side):
-        n = port.readinto(self._rx)
-        if not n:
-            return 0
+    def _pump(self, r, n, side):
+        """The read of n bytes in rx from port `side` (0 up, 1 down) where framing.cut
+        stopped (r = its result < 0): the frame there taken apart here, then cut-through
+        again. Returns the frames handled."""
         rx = self._rx
-        acc = self._acc[side]
+        blk = self._blk
         st = self._st[side]
+        tab = self._cut_tab
+        carried = 256 + side
+        port = self.down if side else self.up
+        span = n | (framing.FROM_DOWN if side else 0)
         link = self.link
-        i = 0
-        k = 0
-        while i < n:
-            j = framing.find0(rx, i, n) if st[0] == 0 and st[1] == 0 else -1
-            if j >= 0:
-                # no run carried over and the frame lies whole in this read: it is
-                # routed and decoded where it is (not copied first: -4k instructions a
-                # frame on a Cortex-M4F)
-                data = rx
-                a = i
-                i = j + 1
-            else:
-                i = framing.split_into(rx, i, n, acc, st)
+        k = blk[6] | blk[7] << 8    # frames cut through so far
+        while r < 0:
+            r = -1 - r
+            i = r & 0xFFF
+            if tab[carried]:        # a run carried over from the last read
+                i = framing.split_into(rx, i, n, self._acc[side], st)
                 if i < 0:
-                    break           # a partial run: continues with the next read
-                data = acc
+                    return k    # still no delimiter
+                tab[carried] = 0
+                data = self._acc[side]
                 a = 0
                 j = st[0]
                 st[0] = 0
-                if st[1]:           # overlong run: no frame of ours, resync at its delimiter
+                if st[1]:       # overlong run: no frame of ours, resync at its delimiter
                     st[1] = 0
                     self.dropped += 1
-                    continue
-            if j == a:
-                continue            # empty run (0x00 0x00)
-            k += 1
-            # one COBS frame data[a:j], written out here, not in a method of its own:
-            # a call costs ~700 instructions on a Cortex-M4F
-            dst = framing.cobs_peek(data, a, j, 2) if j - a <= _MAX_WIRE else -1
-            if dst < 0:             # malformed, or longer than any frame
-                self.dropped += 1
-                self.agent.decoder.bad += 1
-                continue
-            if self.ring and not self._ring_admits(data, a, j, dst, port):
-                continue
-            # a neighbour's packet (firmware/neighbours.py): taken, and passed on to the
-            # links after it that overhear it too
-            near = self.overhear and dst <= link and link - dst <= self.overhear \
-                and framing.cobs_peek(data, a, j, 0) == m.KINEMATIC
-            if near:
-                if link - dst < self.overhear and port is self.up:
-                    self.forwarded += 1
-                    self._route(link + 1, data, a | (j << 16), port)
-            elif dst != link:
-                self.forwarded += 1
-                self._route(dst, data, a | (j << 16), port)
-            if dst == link or dst == m.BROADCAST or near:
-                if self._nmine == _POOL:
-                    self._deliver()     # pool full: hand over what is there first
-                nf = framing.cobs_decode_into(data, a, j, self._pool[self._nmine])
-                if nf < 0:
+                    j = 0       # (skipped below as if empty)
+            else:
+                j = r >> 12     # its delimiter, found by cut
+                if j == 0xFFF:  # none: a partial run, continued with the next read
+                    framing.split_into(rx, i, n, self._acc[side], st)
+                    tab[carried] = 1
+                    return k
+                # the frame lies whole in this read: it is routed and decoded where it
+                # is (not copied first: -4k instructions a frame on a Cortex-M4F)
+                data = rx
+                a = i
+                i = j + 1
+            if j > a:           # not an empty run (0x00 0x00)
+                k += 1
+                # one COBS frame data[a:j], written out here, not in a method of its
+                # own: a call costs ~700 instructions on a Cortex-M4F
+                dst = framing.cobs_peek(data, a, j, 2) if j - a <= _MAX_WIRE else -1
+                if dst < 0:     # malformed, or longer than any frame
+                    self.dropped += 1
                     self.agent.decoder.bad += 1
-                else:
-                    self._mine_n[self._nmine] = nf
-                    self._nmine += 1
+                elif not self.ring or self._ring_admits(data, a, j, dst, port):
+                    # a neighbour's packet (firmware/neighbours.py): taken, and passed on
+                    # to the links after it that overhear it too
+                    near = self.overhear and dst <= link and link - dst <= self.overhear \
+                        and framing.cobs_peek(data, a, j, 0) == m.KINEMATIC
+                    if near:
+                        if link - dst < self.overhear and port is self.up:
+                            self._forwarded += 1
+                            self._route(link + 1, data, a | (j << 16), port)
+                    elif dst != link:
+                        self._forwarded += 1
+                        self._route(dst, data, a | (j << 16), port)
+                    if dst == link or dst == m.BROADCAST or near:
+                        if self._nmine == _POOL:
+                            self._deliver()     # pool full: hand over what is there first
+                        nf = framing.cobs_decode_into(data, a, j, self._pool[self._nmine])
+                        if nf < 0:
+                            self.agent.decoder.bad += 1
+                        else:
+                            self._mine_n[self._nmine] = nf
+                            self._nmine += 1
+            if i >= n:
+                break
+            r = _cut(rx, blk, span | i << 12)
+            k += r if r >= 0 else blk[6] | blk[7] << 8
         return k
 
     def _deliver(self):
         """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
-        works through this round's own frames."""
+        works through this round's own frames (its sends queued, written once after)."""
         self.flush()
+        self._batch = True
         for f in range(self._nmine):
             self.agent.receive(self._pool[f], self._mine_n[f])
         self._nmine = 0
+        self._batch = False
         self.flush()
 
     def _ring_admits(self, data, i, j, dst, port):
@@ -213,16 +280,30 @@ class ChainNode:
 
     def poll(self):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
-        at most one read per port per call."""
-        self._batch = True
-        k = self._pump(self.up, 0)
+        at most one read per port per call. Written out per port, with framing.cut
+        first: a frame only passing by costs a read, one cut and one write (a method
+        call costs ~700 instructions on a Cortex-M4F)."""
+        rx = self._rx
+        blk = self._blk
+        k = 0
+        n = self.up.readinto(rx)
+        if n:
+            k = _cut(rx, blk, n)
+            if k < 0:
+                k = self._pump(k, n, 0)
         if self.down is not None:
-            k += self._pump(self.down, 1)
-        if self._nmine:
-            self._deliver()
-        elif k:
-            self.flush()
-        self._batch = False
+            n = self.down.readinto(rx)
+            if n:
+                r = _cut(rx, blk, n | _FROM_DOWN)
+                k += r if r >= 0 else self._pump(r, n, 1)
+        if k:
+            if self._nmine:
+                self._deliver()
+            elif blk[5]:
+                self.flush()
+            elif blk[4]:    # flush written out for the usual forward (one port)
+                self.up.write(self._tx_up, blk[4])
+                blk[4] = 0
         return k
 
 

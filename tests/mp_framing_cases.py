@@ -1,5 +1,5 @@
-# The byte loops of bus_protocol (COBS encode/decode, cut-through peek/find/put, the run
-# splitter, CRC-16) on pseudo-random frames, clean and corrupted. Prints one line per
+# The byte loops of bus_protocol (COBS encode/decode, cut-through peek/find/put/cut, the
+# run splitter, CRC-16) on pseudo-random frames, clean and corrupted. Prints one line per
 # case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper) and
 # under CPython (the pure-Python loops, the reference) and compares the lines.
 from array import array
@@ -43,9 +43,39 @@ def main(cases=150):
         acc = bytearray(80)
         st = array("i", (0, 0))
         j = framing.split_into(wire, 0, k, acc, st)
-        print("C%d %d %s %d %s %d %d %d %s %d %d %d %04x" % (
+        print("C%d %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
             t, k, hx(wire[:k]), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
-            j, st[0], st[1], m.crc16(data, n)))
+            j, st[0], st[1], m.crc16(data, n), cut_case(run)))
+
+
+def cut_case(run):
+    """framing.cut on a read of a few wire frames around `run` (clean or corrupted) with
+    a pseudo-random routing table, carried-run flag, start and transmit fill: its result
+    and what it queued."""
+    frames = [bytes(run) if rnd(4) == 0 else bytes(run[:rnd(82)])]
+    for _ in range(rnd(5)):
+        f = bytearray(rnd(4) + rnd(80))
+        for i in range(len(f)):
+            f[i] = 1 + rnd(255)
+        if f:
+            f[0] = 1 + rnd(5)    # code bytes landing on dst's place (dst 0) or not
+        frames.append(bytes(f))
+    data = bytearray(b"\x00".join(frames) + (b"\x00" if rnd(3) else b""))
+    n = len(data)
+    if n > 0xFFF:
+        return "-"
+    blk = bytearray(framing.BLK)
+    for d in range(256):
+        blk[framing.BLK_TAB + d] = 1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0
+    down = rnd(2)
+    blk[framing.BLK_TAB + 256 + down] = 1 if rnd(16) == 0 else 0
+    blk[4] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
+    i = rnd(3) if n > 2 else 0
+    r = framing.cut(data, blk, n | i << 12 | (framing.FROM_DOWN if down else 0))
+    up = blk[framing.BLK_TX:framing.BLK_TX + blk[4]]
+    dn = blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]
+    return "%d %s up %s down %s" % (r, hx(blk[0:8]), hx(up), hx(dn))
 
 
 if __name__ == "__main__":

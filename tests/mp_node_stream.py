@@ -36,6 +36,9 @@ class Port:
         if not self.chunks:
             return None
         c = self.chunks.pop(0)
+        if len(c) > len(buf):   # a port reads at most len(buf): the rest comes next time
+            self.chunks.insert(0, c[len(buf):])
+            c = c[:len(buf)]
         buf[0:len(c)] = c
         return len(c)
 

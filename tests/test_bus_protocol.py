@@ -11,7 +11,7 @@ import pytest
 
 from bus_protocol import can_ids, framing
 from bus_protocol import messages as m
-from tests.conftest import MICROPYTHON, MPY_CROSS, needs, run_micropython
+from tests.conftest import MICROPYTHON, MPY_CROSS, needs, run_micropython, same_under_both
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_SCRIPT = ROOT / "tests" / "mp_fuzz_decoder.py"
@@ -370,7 +370,7 @@ def test_cobs_viper_loops_match_the_python_loops_under_micropython():
 import random
 from bus_protocol import framing, cobs_native
 assert framing.cobs_encode_into is cobs_native.cobs_encode_into
-exec(open("bus_protocol/framing.py").read().split("try:  # MicroPython with native")[0], g := {})
+exec(open("bus_protocol/framing.py").read().split("try:  # ARM boards")[0], g := {})
 random.seed(7)
 diff = 0
 cases = 0
@@ -393,3 +393,12 @@ print(cases, diff)
 '''
     cases, diff = run_micropython(code).split()
     assert int(cases) == 3600 and int(diff) == 0
+
+
+def test_byte_loops_under_the_unix_port_match_the_python_reference():
+    """tests/mp_framing_cases.py (COBS, peek/find/put, framing.cut, the run splitter, the
+    CRC on clean and corrupted frames): the unix port's viper loops, and framing.cut over
+    them, print what CPython's pure-Python loops print (the boards' Thumb assembly:
+    tests/test_mcu.py)."""
+    lines = same_under_both("mp_framing_cases.py")
+    assert len(lines) == 150 and all(ln.startswith("C") for ln in lines)

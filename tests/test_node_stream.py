@@ -32,3 +32,46 @@ def test_node_stream_any_read_split_micropython_and_cpython_agree_with_the_frame
     got = [bytes.fromhex(ln.split()[1]) for ln in out.splitlines() if ln.startswith("GOT")]
     assert got == [js, sync, kin, goal] + pings
     assert lines["DROPPED"] == "2 FORWARDED 3"     # the overlong run and the malformed one
+
+
+def test_node_allocates_nothing_per_cycle_under_micropython():
+    """The node's part of a control cycle (benchmarks/mp_node_cycle.py's reads: JOINT_STATE
+    + SYNC, K, GOAL from up, a frame passing up from down, an idle round, a frame split
+    across two reads, one frame of the agent's sent) allocates 0 bytes once warm, the
+    agent taking nothing (its own allocation is the agent's: make mcu-bench)."""
+    code = '''
+import io
+sys.path.insert(0, "benchmarks")
+import mp_node_cycle as B
+from firmware.agent import LinkAgent
+from firmware.hal.sim import SimHAL
+from firmware.node import ChainNode
+up, down = B.Port(), B.Port()
+node = ChainNode(LinkAgent(B.config(), SimHAL()), up, down)
+pre = B.inputs()
+wire = pre[0][3][0].getvalue()
+halves = [(b, b.readinto) for b in (io.BytesIO(wire[:20]), io.BytesIO(wire[20:]))]
+def one(k, timed):
+    js, kk, gg, fw = pre[k % 4]
+    up.feed(js)
+    node.poll()
+    up.feed(kk)
+    node.poll()
+    up.feed(gg)
+    node.poll()
+    down.feed(fw)
+    node.poll()
+    node.poll()
+    down.feed(halves[0])
+    node.poll()
+    down.feed(halves[1])
+    node.poll()
+for k in range(4):
+    one(k, False)
+f0 = node.forwarded
+print(B.node_alloc(node, node.agent, one), node.forwarded - f0)
+'''
+    alloc, forwarded = run_micropython(code).split()
+    # passed on every cycle: SYNC and GOAL (broadcast, down), both frames from down (up)
+    assert int(forwarded) == 4 * 12
+    assert int(alloc) == 0

@@ -2,9 +2,10 @@
 
 Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
 Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
-with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it: with the native
-module linkcore (firmware/native/linkcore.c, loaded as a .mpy file) and the modules
-frozen, the same with the modules imported from .mpy files, and the frozen pure Python
+with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it with the native module
+linkcore (firmware/native/linkcore.c, a .mpy file loaded into RAM) and the modules
+frozen, imported from .mpy files on a filesystem (copied into RAM) and from the same
+.mpy files in a ROMFS image (executed in place); and once with the frozen pure Python
 alone (the "python" figures: a board without linkcore.mpy). Writes the figures into
 bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
 time = 1000 instructions under -icount shift=0.
@@ -37,12 +38,15 @@ def parse(text):
             r[w[1]] = int(round(float(w[2]) * 1000))
         elif line.startswith("ALLOC per control cycle"):
             r["alloc_bytes_per_cycle"] = int(w[-2])
+        elif line.startswith("ALLOC node per control cycle"):
+            r["alloc_bytes_per_cycle_node"] = int(w[-2])
         elif line.startswith("RAM init "):
             r["ram"] = int(w[2])
         elif line.startswith("GC pause "):
             r["gc_pause_max_instructions"] = int(w[2]) * 1000
             r["heap_bytes"] = int(w[5])
-    missing = [k for k in PHASES + ("alloc_bytes_per_cycle", "ram", "gc_pause_max_instructions") if k not in r]
+    missing = [k for k in PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node", "ram",
+                                    "gc_pause_max_instructions") if k not in r]
     if missing:
         raise mcu.McuError("the board printed no %s:\n%s" % (", ".join(missing), text[-2000:]))
     return r
@@ -50,13 +54,18 @@ def parse(text):
 
 def measure(name):
     elf = mcu.build(name)
-    load = "import mp_node_cycle, mcu_mpy_files\n"
-    frozen = parse(mcu.run(name, elf, load + "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)\nmp_node_cycle.main()"))
-    mpy = parse(mcu.run(name, elf, load + "mp_node_cycle.main_mpy(dict(mcu_mpy_files.FILES, **mcu_mpy_files.NATIVE))"))
-    python = parse(mcu.run(name, elf, load + "mp_node_cycle.main()"))
-    keep = PHASES + ("alloc_bytes_per_cycle", "gc_pause_max_instructions")
+    native = "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+    frozen = parse(mcu.run(name, elf, native + "mp_node_cycle.main()"))
+    mpy = parse(mcu.run(name, elf, native + "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
+    keep = PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node", "gc_pause_max_instructions")
     out = {k: frozen[k] for k in keep + ("heap_bytes",)}
-    out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"]}
+    romfs = parse(mcu.run(name, elf, native + "import mcu_romfs\nmp_node_cycle.main_romfs(mcu_romfs.IMAGE)"))
+    out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"], "mpy_romfs": romfs["ram"]}
+    mods = mcu.run(name, elf, native + "mp_node_cycle.modules_mpy(mcu_mpy_files.FILES)")
+    # [module, bytes] in import order: each figure is what no module before it held
+    out["ram_mpy_by_module_bytes"] = [[ln[len("RAM module "):].rsplit(":", 1)[0], int(ln.rsplit(":", 1)[1])]
+                                      for ln in mods.splitlines() if ln.startswith("RAM module ")]
+    python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
     out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     return out
 
@@ -72,10 +81,16 @@ def table(res):
                                  "whole cycle (sync + k + goal)", "idle poll round")):
         row(label, lambda r, p=p: r[p], "<= %d" % TARGETS[p] if p in TARGETS else "")
     row("bytes allocated per cycle", lambda r: r["alloc_bytes_per_cycle"], "0")
+    row("  of which the node's", lambda r: r.get("alloc_bytes_per_cycle_node", -1), "0")
     row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"])
     row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])
+    row("RAM after init, .mpy in ROMFS (bytes)", lambda r: r["ram_after_init_bytes"].get("mpy_romfs", -1),
+        "<= %d" % TARGETS["ram_mpy"])
     row("longest GC pause (instructions)", lambda r: r["gc_pause_max_instructions"])
     row("heap (bytes)", lambda r: r["heap_bytes"])
+    rows.append("RAM after init as .mpy, by module (bytes)")
+    for mod, _ in res[names[0]].get("ram_mpy_by_module_bytes", []):
+        row("  " + mod, lambda r, mod=mod: dict(r.get("ram_mpy_by_module_bytes", [])).get(mod, -1))
     rows.append("without linkcore (the frozen pure Python):")
     for p in ("sync", "k_hop", "goal_hop", "cycle"):
         row("  " + p, lambda r, p=p: r["python"][p])
