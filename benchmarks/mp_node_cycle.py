@@ -279,11 +279,25 @@ class MpyFS:
         return io.BytesIO(self.files[path])
 
 
+def with_native(files):
+    """The native module linkcore importable from .mpy files in RAM ({path: bytes},
+    host/mcu.py's mcu_mpy_files.NATIVE), as from a board's flash filesystem: the
+    agent then runs its float work and hot frames in C (firmware/linkstate.py)."""
+    import vfs
+    vfs.mount(MpyFS(files), "/native")
+    sys.path.append("/native")
+
+
+def _path(first):
+    """sys.path: `first`, and linkcore's place if with_native() mounted it."""
+    sys.path[:] = [first] + [p for p in sys.path if p == "/native"]
+
+
 def main_mpy(files, cycles=100):
     """main() with firmware/ and bus_protocol/ imported from .mpy files, not frozen."""
     import vfs
     vfs.mount(MpyFS(files), "/mpy")
-    sys.path[:] = ["/mpy"]
+    _path("/mpy")
     main(cycles)
 
 
@@ -293,7 +307,7 @@ def main_romfs(image, cycles=100):
     executed where it lies, not copied into RAM."""
     import vfs
     vfs.mount(vfs.VfsRom(image), "/rom")
-    sys.path[:] = ["/rom"]
+    _path("/rom")
     main(cycles)
 
 
@@ -301,7 +315,7 @@ def modules_mpy(files):
     """RAM per module imported from .mpy files (make mcu-bench: what the .mpy figure holds)."""
     import vfs
     vfs.mount(MpyFS(files), "/mpy")
-    sys.path[:] = ["/mpy"]
+    _path("/mpy")
     for name, b in ram_by_module():
         print("RAM module %s: %d" % (name, b))
 

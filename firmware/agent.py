@@ -1,8 +1,11 @@
 # The link agent (docs/design.md §5-6): sense -> kinematic bus step -> behaviours -> arbitrate
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
+from array import array
+from math import cos, sin
+
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, kinematic_bus, neighbours, safety, services
+from firmware import behaviours, global_proxy, kinematic_bus, linkstate, neighbours, safety, services
 from firmware.hal import ticks_diff
 from firmware.vec import qrot
 
@@ -39,6 +42,11 @@ class LinkAgent:
 
     def __init__(self, cfg, hal):
         self.hal = hal
+        # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
+        # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
+        # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
+        self._report = getattr(hal, "report", None)
+        self._feed_joint = getattr(hal, "on_joint_state", None)
         self.configure(cfg)
         self.status_every = int(cfg.get("status_every", 12))
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
@@ -82,7 +90,6 @@ class LinkAgent:
         self._silent = False
         self._k_off = self._u_off = 0.0
         self.bridged = 0       # packets composed over a missing K_{i-1}
-        self.components = [0.0] * 6
         self.u = 0.0
 
     def configure(self, cfg):
@@ -142,6 +149,18 @@ class LinkAgent:
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
+        # the native core where it is importable and covers this config (firmware/linkstate.py):
+        # then A_i, K_i, the torque and their frames live in the float array S
+        core = linkstate.linkcore
+        self.core = core if core is not None and linkstate.covers(cfg) else None
+        if self.core is None:
+            self.components = [0.0] * 6
+        else:
+            self.S = linkstate.state(self)
+            self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
+            self._rev = self.jtype == kinematic_bus.REVOLUTE
+            self._tx_assert = None if self.weight is None else bytearray(64)
+            self._rx_ints = array("I", (0, 0))   # linkcore.rx: a SYNC's or JOINT_STATE's tick, flags
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None, copies=1):
@@ -170,6 +189,31 @@ class LinkAgent:
         goal, packet or joint state holding NaN/inf is dropped and latches F_NAN (brake);
         an exception inside the cycle latches F_INTERNAL. A newly latched fault is
         reported at once (STATUS, then a LOG line with its reason)."""
+        core = self.core
+        if core is not None:
+            # linkcore: SYNC, JOINT_STATE, this tick's K_{i-1} or GOAL checked and unpacked
+            # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
+            # check of a JOINT_STATE 7k); anything else, or anything odd, goes the Python way
+            t = core.rx(frame, n, self.S, self.tick, self.link, self._rx_ints)
+            if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
+                try:
+                    if t == m.KINEMATIC:
+                        if self.link == 1:
+                            self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
+                        if self.kin_tick != self.tick:
+                            self.send_kinematic()
+                    elif t == m.GOAL:
+                        self.take_goal(True)
+                    elif t == m.SYNC:
+                        if self._rx_ints[0] != self.tick:
+                            self.on_sync(self._rx_ints[0])
+                    elif self._feed_joint is not None:   # JOINT_STATE
+                        self._feed_joint(linkstate.joint_state(self.S, self._rx_ints))
+                except Exception as e:
+                    self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
+                if self.safety.pending:
+                    self.report_faults()
+                return
         msg = self.decoder.decode(frame, n)
         if msg is None:
             return
@@ -201,9 +245,8 @@ class LinkAgent:
         elif mtype == m.GOAL:
             self.on_goal(v)
         elif mtype == m.JOINT_STATE:
-            feed = getattr(self.hal, "on_joint_state", None)
-            if feed is not None:
-                feed(v)
+            if self._feed_joint is not None:
+                self._feed_joint(v)
         elif mtype == m.COMMAND:
             self.on_command(v[0], v[1])
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
@@ -243,7 +286,12 @@ class LinkAgent:
             q = self.q_lock
             self.qd = 0.0
         th, d, a, al = self.dh
-        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        if self.core is None:
+            self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
+            if self._rev:
+                th = th + q
+            self.core.a_i(self.S, self._rev, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
         if safety.is_fault_state(self.safety.state):
             self.actuate(None)  # a braked (held, damped) joint needs no goal
 
@@ -307,6 +355,10 @@ class LinkAgent:
         self.compose(quat, p, vel, w)
 
     def compose(self, quat0, p0, v0, w0):
+        if self.core is not None:
+            linkstate.put(self.S, linkstate.S_IN, quat0 + p0 + v0 + w0)
+            self.send_kinematic()
+            return
         rot, trans = self.a_i
         quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd, quat0, p0, v0, w0)
         self.p_prev = p0
@@ -328,6 +380,24 @@ class LinkAgent:
         self.send(m.KINEMATIC, self.down, k, None, self.copies)
         if self.tip_out:   # the host bridges the tip from K_{N-1} (host/goal_process.py)
             self.send(m.KINEMATIC, m.HOST, k, None, self.copies)
+
+    def send_kinematic(self):
+        """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
+        which leaves first), no Python float made."""
+        txa = self._tx_assert
+        self.core.kinematic(self.S, self._rev, self.tick, self.link, self.down, self._seq, self._tx, txa)
+        self.kin_tick = self.tick
+        send = self.hal.send
+        if txa is not None:
+            send(txa, 50)
+            self._seq = (self._seq + 1) & 0xFFFF
+        copies = self.copies
+        while copies > 0:
+            send(self._tx, 64)
+            copies -= 1
+        self._seq = (self._seq + 1) & 0xFFFF
+        if self.tip_out:   # the host bridges the tip from K_{N-1}
+            self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -413,7 +483,10 @@ class LinkAgent:
             if v is None:
                 return False
             self.bridged += 1
-            self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
+            if v is True:   # linkcore: the last K_0 is in S
+                self.send_kinematic()
+            else:
+                self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
             return True
         kin = self._kin
         tick = self.tick
@@ -489,7 +562,10 @@ class LinkAgent:
             if self._ak[j] == key:
                 return
         self._ak[self._n_assert] = key
-        self._ap[self._n_assert] = (v[3:6], v[6:12])
+        if self.core is None:
+            self._ap[self._n_assert] = (v[3:6], v[6:12])
+        else:
+            linkstate.put(self.S, linkstate.S_ASSERT + 9 * self._n_assert, v, 3, 12)
         self._n_assert += 1
 
     def on_goal(self, v):
@@ -497,24 +573,34 @@ class LinkAgent:
         if v[0] != self.tick:
             self.late += 1
             return
-        self.safety.on_goal(v[0])
-        self._goal = v
-        self._goal_tick = v[0]
+        if self.core is not None:
+            linkstate.put(self.S, linkstate.S_GOAL, v, 2, 11)
+            v = True
+        self.take_goal(v)
+
+    def take_goal(self, goal):
+        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle."""
+        self.safety.on_goal(self.tick)
+        self._goal = goal
+        self._goal_tick = self.tick
         if self.safety.state == safety.RUN and self.acted_tick != self.tick:
             if self.kin_tick != self.tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
                 self.safety.on_kinematic_age(self.tick - self.kin_tick)
-            self.actuate(v)
+            self.actuate(goal)
 
     def actuate(self, goal):
         c = self.components
         u_prev = self.u   # held since the last tick (the identification's interval)
-        for j in range(6):
-            c[j] = 0.0
         q = self.q
         qd = self.qd
         state = self.safety.state
-        if safety.is_fault_state(state):   # the fault's reaction
+        fault = safety.is_fault_state(state)
+        encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
+        if fault or self.core is None:
+            for j in range(6):
+                c[j] = 0.0
+        if fault:   # the fault's reaction
             if self.q_lock is None:
                 self.q_lock = q
             braked = state == safety.BRAKED
@@ -530,6 +616,10 @@ class LinkAgent:
             if self.q_lock is not None:
                 self.q_lock = None
                 self.hal.set_brake(False)
+        if self.core is not None and not fault:   # linkcore: what follows, in C, and the frame encoded
+            encoded = self.core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
+                                       self._tx, self.tick, self.link, self._seq, state)
+        elif not fault:
             jt = self.jtype
             z = self.z
             pp = self.p_prev
@@ -545,25 +635,31 @@ class LinkAgent:
                 c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
             if self.k_jl:
                 c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
-        # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
-        u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
-             + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
-        u = behaviours.saturate(u, self.u_sat)
-        if self._u_off:
-            u += self._u_off
-        if not safety.finite(u):   # never a NaN torque, whatever went wrong above
-            u = 0.0
-            self.safety.trip(safety.F_INTERNAL, "non-finite torque")
+        if encoded:
+            u = self.S[linkstate.S_U]
+        else:
+            # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
+            u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
+                 + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
+            u = behaviours.saturate(u, self.u_sat)
+            if self._u_off:
+                u += self._u_off
+            if not safety.finite(u):   # never a NaN torque, whatever went wrong above
+                u = 0.0
+                self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
         self.safety.on_torque(u, qd, self.u_sat, not self._silent)
         self.acted_tick = self.tick
         t_finish = self.hal.ticks_us()
         self.cycle_us = ticks_diff(t_finish, self.t_sync)
-        # TORQUE reports the cycle to the host: on the bus, or, where the motor is the
-        # host's simulated plant on a wire of its own (hal.report), through that wire
-        self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]),
-                  getattr(self.hal, "report", None))
+        # TORQUE reports the cycle to the host: on the bus, or through hal.report
+        out = self._report
+        if encoded and self.safety.state == state:   # linkcore's frame reports the right state
+            (out or self.hal.send)(self._tx, 41)
+            self._seq = (self._seq + 1) & 0xFFFF
+        else:
+            self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
         if self.ident is not None:
             self.ident.after_torque(self, u_prev)
         # STATUS after the torque, when the cycle's traffic is through, and staggered by

@@ -107,3 +107,25 @@ def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
     got = [ln for ln in board.splitlines() if ln.startswith("C")]
     want = _stdout(mp_framing_cases.main).splitlines()
     assert len(want) == 150 and got == want
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
+    """The native module linkcore (firmware/native/linkcore.c, built for the board's
+    architecture and loaded from a RAM filesystem) against the frozen pure Python on the
+    same board, both float32: the reference chain's cycle and 100 random agents
+    (tests/mp_native_cases.py) send the same frames, bit for bit."""
+    run = "mp_native_cases.run()\nmp_agent_cycle.run()"
+    board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle\n" + run + "\n"
+                    "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+                    "import linkcore, firmware.linkstate as ls\nls.linkcore = linkcore\nprint('NATIVE')\n" + run,
+                    timeout=900)
+    py, native = board.split("\nNATIVE\n")
+
+    def lines(text):
+        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "CORES "))]
+    py, native = lines(py), lines(native)
+    assert "CORES 0 of 100" in py and "CORES 100 of 100" in native
+    frames = [x[6:8] for x in py if x.startswith("FRAME ")]
+    assert frames.count("03") >= 200 and frames.count("06") >= 190
+    assert [x for x in native if not x.startswith("CORES")] == [x for x in py if not x.startswith("CORES")]

@@ -2,9 +2,11 @@
 
 Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
 Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
-with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it, with the modules
+with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it with the native module
+linkcore (firmware/native/linkcore.c, a .mpy file loaded into RAM) and the modules
 frozen, imported from .mpy files on a filesystem (copied into RAM) and from the same
-.mpy files in a ROMFS image (executed in place). Writes the figures into
+.mpy files in a ROMFS image (executed in place); and once with the frozen pure Python
+alone (the "python" figures: a board without linkcore.mpy). Writes the figures into
 bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
 time = 1000 instructions under -icount shift=0.
 
@@ -52,19 +54,19 @@ def parse(text):
 
 def measure(name):
     elf = mcu.build(name)
-    frozen = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
-    mpy = parse(mcu.run(name, elf, "import mp_node_cycle, mcu_mpy_files\n"
-                                   "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
-    out = {k: frozen[k] for k in PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node",
-                                          "gc_pause_max_instructions", "heap_bytes")}
-    romfs = parse(mcu.run(name, elf, "import mp_node_cycle, mcu_romfs\n"
-                                     "mp_node_cycle.main_romfs(mcu_romfs.IMAGE)"))
+    native = "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+    frozen = parse(mcu.run(name, elf, native + "mp_node_cycle.main()"))
+    mpy = parse(mcu.run(name, elf, native + "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
+    keep = PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node", "gc_pause_max_instructions")
+    out = {k: frozen[k] for k in keep + ("heap_bytes",)}
+    romfs = parse(mcu.run(name, elf, native + "import mcu_romfs\nmp_node_cycle.main_romfs(mcu_romfs.IMAGE)"))
     out["ram_after_init_bytes"] = {"frozen": frozen["ram"], "mpy": mpy["ram"], "mpy_romfs": romfs["ram"]}
-    mods = mcu.run(name, elf, "import mp_node_cycle, mcu_mpy_files\n"
-                              "mp_node_cycle.modules_mpy(mcu_mpy_files.FILES)")
+    mods = mcu.run(name, elf, native + "mp_node_cycle.modules_mpy(mcu_mpy_files.FILES)")
     # [module, bytes] in import order: each figure is what no module before it held
     out["ram_mpy_by_module_bytes"] = [[ln[len("RAM module "):].rsplit(":", 1)[0], int(ln.rsplit(":", 1)[1])]
                                       for ln in mods.splitlines() if ln.startswith("RAM module ")]
+    python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
+    out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     return out
 
 
@@ -89,6 +91,10 @@ def table(res):
     rows.append("RAM after init as .mpy, by module (bytes)")
     for mod, _ in res[names[0]].get("ram_mpy_by_module_bytes", []):
         row("  " + mod, lambda r, mod=mod: dict(r.get("ram_mpy_by_module_bytes", [])).get(mod, -1))
+    rows.append("without linkcore (the frozen pure Python):")
+    for p in ("sync", "k_hop", "goal_hop", "cycle"):
+        row("  " + p, lambda r, p=p: r["python"][p])
+    row("  bytes allocated per cycle", lambda r: r["python"]["alloc_bytes_per_cycle"])
     return "\n".join(rows)
 
 

@@ -1,0 +1,83 @@
+# The native core of a link agent (firmware/native/linkcore.c, a native .mpy module):
+# the per-cycle float work (A_i(q), K_{i-1} -> K_i, the global-proxy share, arbitration
+# and saturation) and the hot frames (KINEMATIC and GOAL in, KINEMATIC, gravity ASSERT
+# and TORQUE out) on one float array S, so a cycle makes no Python floats for them.
+# Used when `import linkcore` works (a board with linkcore.mpy on its path) and the
+# link's config is one it covers; otherwise the agent runs the pure-Python firmware,
+# which is also the oracle it is tested against (tests/test_native.py, tests/test_mcu.py).
+# CPython never has it: desktop runs stay pure Python.
+from array import array
+from math import cos, sin
+
+try:
+    import linkcore
+except ImportError:
+    linkcore = None
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+# the layout of S: the same numbers as in linkcore.c
+S_DH = const(8)         # d, a, cos(alpha/2), sin(alpha/2)
+S_IN = const(12)        # K_{i-1} to compose from: quat(4) p(3) v(3) w(3)
+S_K = const(41)         # K_i: quat(4) p(3) v(3) w(3)
+S_COUPLET = const(54)   # gravity couplet: p(3), then the weight's wrench (6)
+S_GOAL = const(63)      # p_app(3), f(6)
+S_GAIN = const(72)      # k_proxy, k_assert, k_local, k_joint_limit
+S_PD = const(76)        # q_c, kq, kw
+S_JL = const(79)        # q_low, q_high, eta, rho0
+S_USAT = const(83)
+S_CENTROID = const(84)
+S_C = const(87)         # torque components (6)
+S_U = const(93)
+S_ASSERT = const(94)    # MAX_ASSERT couplets p(3), f(6)
+S_JOINT = const(238)     # JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
+SLOTS = const(246)
+
+if linkcore is not None and linkcore.SLOTS != SLOTS:
+    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, want %d): "
+                      "rebuild it from this firmware's linkcore.c" % (linkcore.SLOTS, SLOTS))
+
+
+def covers(cfg):
+    """The native core does what the agent does for this config: proxy, assertions,
+    centering/retraction, joint limit and gravity by assertion, but no neighbour check or
+    bridge, load, identification, RMOA or fault injection (those run in Python)."""
+    beh = cfg.get("behaviours", {})
+    return not (cfg.get("load") or cfg.get("identify") or cfg.get("inject") or beh.get("rmoa")
+                or (cfg.get("neighbours") or {}).get("dh"))
+
+
+def state(agent):
+    """S for the agent's configuration (LinkAgent.configure has set its fields)."""
+    S = array("f" if linkcore.FLOAT_BYTES == 4 else "d", bytes(SLOTS * linkcore.FLOAT_BYTES))
+    _, d, a, alpha = agent.dh
+    put(S, S_DH, (d, a, cos(0.5 * alpha), sin(0.5 * alpha)))   # as kinematic_bus.dh_local
+    put(S, S_GAIN, (agent.k_proxy, agent.k_assert, agent.k_local, agent.k_jl))
+    put(S, S_PD, agent.local_pd)
+    put(S, S_JL, (agent.q_low, agent.q_high) + agent.jl)
+    S[S_USAT] = agent.u_sat
+    put(S, S_CENTROID, agent.centroid)
+    if agent.weight is not None:
+        put(S, S_COUPLET + 3, agent.weight)
+    return S
+
+
+def joint_state(S, ints):
+    """The values of a JOINT_STATE that linkcore.rx took (SimHAL.on_joint_state's)."""
+    return (ints[0], S[S_JOINT], S[S_JOINT + 1], ints[1], S[S_JOINT + 2], S[S_JOINT + 3], S[S_JOINT + 4],
+            S[S_JOINT + 5], S[S_JOINT + 6], S[S_JOINT + 7])
+
+
+def packet(S, tick):
+    """The KINEMATIC values of K_i in S (a copy to the host: not in the hot path)."""
+    return (tick,) + tuple(S[S_K + j] for j in range(13))
+
+
+def put(S, at, values, start=0, end=None):
+    """S[at:] = values[start:end], value by value (no slice object)."""
+    for j in range(start, len(values) if end is None else end):
+        S[at + j - start] = values[j]

@@ -1,0 +1,69 @@
+"""The native module linkcore (firmware/native/linkcore.c, built with MicroPython's
+py/dynruntime.mk) against the pure-Python firmware, its oracle. Built for x64 and loaded
+by the unix port's micropython, which computes in double as CPython does, an agent's
+frames must be byte-identical to CPython's pure-Python ones: the reference chain's
+cycle (tests/mp_agent_cycle.py) and 100 agents of random joint type, DH, gains, gravity,
+poses, assertions and goals (tests/mp_native_cases.py). On the emulated boards (float32)
+tests/test_mcu.py compares linkcore with the frozen pure Python the same way.
+
+Needs gcc, pyelftools and ar (make setup), MICROPY_SRC (a MicroPython source tarball:
+`make test` provides it) and micropython; otherwise skipped."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from host import mcu
+from tests.conftest import REPO, missing, run_micropython
+
+_LACK = mcu.native_missing("x64") + [r for r in [missing("micropython")] if r]
+pytestmark = pytest.mark.skipif(bool(_LACK), reason="linkcore for x64 needs: " + "; ".join(_LACK))
+
+
+@pytest.fixture(scope="module")
+def linkcore_dir():
+    return os.path.dirname(mcu.native_module("x64"))
+
+
+def _cpython(script):
+    code = "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), (REPO / "tests" / script).read_text())
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout.splitlines()
+
+
+def _with_linkcore(linkcore_dir, script, tail=""):
+    code = "import sys\nsys.path.append(%r)\n%s\n%s" % (linkcore_dir, (REPO / "tests" / script).read_text(), tail)
+    return run_micropython(code, timeout=300).splitlines()
+
+
+def test_agent_cycle_with_linkcore_is_bytewise_cpython(linkcore_dir):
+    got = _with_linkcore(linkcore_dir, "mp_agent_cycle.py", "import firmware.linkstate as ls\n"
+                         "print('NATIVE', ls.linkcore is not None and all(ls.covers(c) for c in configs()))")
+    assert got[-1] == "NATIVE True", "the agents did not run on linkcore"
+    want = _cpython("mp_agent_cycle.py")
+    assert len([x for x in want if x.startswith("FRAME ")]) >= 3 * 4
+    assert got[:-1] == want
+
+
+def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
+    got = _with_linkcore(linkcore_dir, "mp_native_cases.py")
+    want = _cpython("mp_native_cases.py")
+    assert got[-1] == "CORES 100 of 100" and want[-1] == "CORES 0 of 100"
+    frames = [x[6:8] for x in want if x.startswith("FRAME ")]
+    # every hot frame linkcore writes: K_i, the gravity couplet, the torque (none where
+    # the goal held a NaN); and the corrupted frames, counted as bad
+    assert frames.count("03") >= 250 and frames.count("06") >= 190 and frames.count("05") >= 50
+    assert want[-2].endswith(" bad 2")
+    assert got[:-1] == want[:-1]
+
+
+@pytest.mark.parametrize("script", ["mp_safety.py", "mp_group.py", "mp_services.py", "mp_neighbours.py"])
+def test_firmware_scripts_with_linkcore_print_what_cpython_prints(linkcore_dir, script):
+    """The agents of the safety (faults, brakes, release), group and services scripts run
+    on linkcore, the neighbour script's (redundant kinematics: not covered) on the pure
+    Python beside it: all print what CPython's pure Python prints."""
+    got = _with_linkcore(linkcore_dir, script)
+    want = _cpython(script)
+    assert len(want) >= 1 and got == want
