@@ -107,8 +107,7 @@ class LinkAgent:
         self.mass = float(cfg.get("mass", 0.0))
         self.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
         beh = cfg.get("behaviours", {})
-        self.k_proxy = _weight(beh, "proxy")
-        self.k_assert = float(beh.get("assertions", {}).get("weight", 1.0))
+        self.k_proxy, self.k_assert, self.k_local, self.k_jl = behaviours.weights(beh)
         rmoa = beh.get("rmoa")
         self.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
                                                float(rmoa.get("clearance", 0.75)),
@@ -121,17 +120,14 @@ class LinkAgent:
         self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
             -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
         cen = beh.get("centering")
-        self.k_local = _weight(beh, "centering")
         self.local_pd = (0.0, 0.0, 0.0) if cen is None else (
             float(cen.get("q_c", 0.5 * (self.q_low + self.q_high))),
             float(cen.get("kq", 100.0)), float(cen.get("kw", 20.0)))
         ret = beh.get("retraction")
         if ret is not None:   # the same local PD with alternating setpoints (7.311)
-            self.k_local = float(ret.get("weight", 1.0))
             self.local_pd = (behaviours.retraction_setpoint(self.link, float(ret.get("amplitude", 1.570))),
                              float(ret.get("kq", 100.0)), float(ret.get("kw", 20.0)))
         jl = beh.get("joint_limit")
-        self.k_jl = _weight(beh, "joint_limit")
         self.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
         br = beh.get("brake", {})
         # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
@@ -622,7 +618,7 @@ class LinkAgent:
                 self.safety.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
         self.hal.write(u)
-        self.safety.on_torque(u, qd, self.u_sat)
+        self.safety.on_torque(u, qd, self.u_sat, not self._silent)
         self.acted_tick = self.tick
         t_finish = self.hal.ticks_us()
         self.cycle_us = ticks_diff(t_finish, self.t_sync)
@@ -725,13 +721,6 @@ class LinkAgent:
         self._goal = None                       # the last goal and its tick (stale goal)
         self._goal_tick = -1
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
-
-
-def _weight(beh, name):
-    b = beh.get(name)
-    if b is None:
-        return 0.0
-    return float(b.get("weight", 1.0))
 
 
 def _to_world(quat, p, x_link):

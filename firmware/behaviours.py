@@ -2,6 +2,23 @@
 # Each returns a joint torque (force for a prismatic joint); the agent arbitrates.
 
 
+def weights(beh):
+    """(k_proxy, k_assert, k_local, k_jl): the arbitration weights (5.177) of a link's
+    `behaviours` table, as its agent uses them and the host checks its torque with them.
+    A behaviour not configured weighs 0 (assertions: 1); retraction is the local PD."""
+    ret = beh.get("retraction")
+    local = _weight(beh, "centering") if ret is None else float(ret.get("weight", 1.0))
+    return (_weight(beh, "proxy"), float(beh.get("assertions", {}).get("weight", 1.0)),
+            local, _weight(beh, "joint_limit"))
+
+
+def _weight(beh, name):
+    b = beh.get(name)
+    if b is None:
+        return 0.0
+    return float(b.get("weight", 1.0))
+
+
 def rmoa_force(x_r, rho, eta, clearance, f_max=1e9):
     """RMOA repulsion (7.241-7.253): with rho = |x_r| < c,
     f_psh = eta (1/rho - 1/c) (1/rho^2) (-x_r / rho); None outside the clearance.

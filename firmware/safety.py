@@ -42,6 +42,13 @@ class Safety:
         self._saturated = 0
         self._good = 0
         self._q_prev = None
+        self._qd_prev = 0.0
+        self._tick_prev = -2
+        self._u = 0.0          # the torque commanded last cycle (on_torque) and whether it
+        self._u_run = False    # was a RUN torque: what the joint had on it since
+        self._u_frozen = 0.0   # the torque over the first cycle the reading stood still
+        self._frozen = 0
+        self._against = 0
 
     def configure(self, cfg):
         """Thresholds and reactions from a link's `safety` table; ValueError if invalid."""
@@ -55,6 +62,16 @@ class Safety:
         self.stall_cycles = int(cfg.get("stall_cycles", 60))
         self.over_torque_cycles = int(cfg.get("over_torque_cycles", 0))   # 0: off
         self.readmit_cycles = int(cfg.get("readmit_cycles", 0))
+        # joint response checks (on_sample); `period` is the control period (s)
+        period = float(cfg.get("period", 1.0 / 120.0))
+        self.frozen_cycles = int(cfg.get("frozen_cycles", 3))      # 0: off
+        self.frozen_du = float(cfg.get("frozen_du", 2.0))          # N m (or N)
+        self.respond_u = float(cfg.get("respond_u", 0.0))          # N m (or N); 0: off
+        self._respond_u_neg = -self.respond_u
+        respond_a = float(cfg.get("respond_a", 10.0))              # rad/s^2 (or m/s^2)
+        self.respond_dqd = respond_a * period                      # as a speed change per cycle
+        self._respond_dqd_neg = -self.respond_dqd                  # (negating allocates, every call)
+        self.respond_cycles = max(1, int(float(cfg.get("respond_ms", 150.0)) * 1e-3 / period + 0.5))
         react = {}
         given = cfg.get("reactions", {})
         for name in given:
@@ -86,6 +103,8 @@ class Safety:
         self.pending = 0
         self._stalled = 0
         self._saturated = 0
+        self._frozen = 0
+        self._against = 0
         self._good = 0
         self.state = INIT
 
@@ -100,9 +119,61 @@ class Safety:
             self.trip(F_GOAL_STALE, "no goal for %d cycles" % (tick - self.last_goal_tick))
         if self._q_prev is not None and abs(q - self._q_prev) > self.max_q_step:
             self.trip(F_SENSOR, "encoder jump %.3f" % (q - self._q_prev))
+        if self._u_run and tick == self._tick_prev + 1 and self.state == RUN:
+            self.check_response(q, qd)
         self._q_prev = q
+        self._qd_prev = qd
+        self._tick_prev = tick
         if abs(qd) > self.qd_max:
             self.trip(F_SENSOR, "overspeed %.2f" % qd)
+
+    def check_response(self, q, qd):
+        """Does the joint answer the torque u it had on it for the last cycle, as a body of
+        bounded inertia I must? Its net torque is u plus the disturbance d (coupling to the
+        other links, gravity, friction, contact): I qdd = u + d.
+          frozen encoder: the reading has not changed by one bit and reads qd = 0 for
+            frozen_cycles cycles while u moved by more than frozen_du from the torque over
+            the first cycle it stood still. Held still, the joint's static loads (gravity,
+            springs) are what they were, so its net torque changed by about that much and
+            it accelerates at du / I: within a few cycles it moves by more than an encoder
+            count (0.5 du/I t^2: 2 N m on the reference arm's largest I, joint 1 with the
+            arm straight, 2.4e3 kg m^2, is 2.6e-7 rad in 25 ms; a float reading in
+            simulation changes at once). frozen_du
+            must exceed the static-friction band and the change of the coupling torque
+            over the window; a stale sample repeats qd, never reads exactly 0 while moving.
+          dead motor: for respond_ms the joint accelerates by more than respond_a against
+            a torque |u| > respond_u. A motor that delivers u keeps its joint from being
+            flung against it unless d exceeds |u| + I respond_a for that long: the
+            reference arm's trajectory asks under 1 rad/s^2 of its joints, but its start
+            transient flings the light distal joints at up to 170 rad/s^2, against a
+            torque over 5 N m by more than 10 rad/s^2 for up to 11 cycles (92 ms) in a
+            row at 120 Hz; a joint whose motor gives nothing swings freely, against its
+            torque for up to 23 cycles in a row (measured on the time series of the
+            reference and of motor-dead-link2, docs/design.md §5). How hard
+            coupling flings a healthy joint is the arm's: at 60 Hz, or with the integral
+            gains x2, the same arm flings a distal joint against 125-570 N m for 150 ms,
+            so the check is off unless a scenario sets respond_u (reference-ft does).
+        A few float operations a cycle; no allocation where floats are immediate objects
+        (a Cortex-M build), one float object (dqd) with the motor check on elsewhere."""
+        u = self._u
+        if q == self._q_prev and qd == 0.0:
+            if self._frozen == 0:
+                self._u_frozen = u
+            self._frozen += 1
+            if 0 < self.frozen_cycles <= self._frozen and abs(u - self._u_frozen) > self.frozen_du:
+                self.trip(F_SENSOR, "encoder frozen, u moved %.1f" % (u - self._u_frozen))
+        else:
+            self._frozen = 0
+        if self.respond_u <= 0.0:
+            return
+        dqd = qd - self._qd_prev
+        if ((u > self.respond_u and dqd < self._respond_dqd_neg)
+                or (u < self._respond_u_neg and dqd > self.respond_dqd)):
+            self._against += 1
+            if self._against >= self.respond_cycles:
+                self.trip(F_MOTOR, "joint flung against u %.1f for %d cycles" % (u, self._against))
+        else:
+            self._against = 0
 
     def on_kinematic_age(self, age):
         """Cycles since the last kinematic packet was composed (checked at the goal)."""
@@ -116,9 +187,12 @@ class Safety:
             if self._good >= self.readmit_cycles:
                 self.clear()
 
-    def on_torque(self, u, qd, u_sat):
+    def on_torque(self, u, qd, u_sat, sent=True):
         """Poor motor performance: torque commanded, no motion, for stall_cycles; torque at
-        saturation for over_torque_cycles."""
+        saturation for over_torque_cycles. Keeps u for the next sample's response check,
+        unless it never reached the motor (`sent` False: the node is silent)."""
+        self._u = u
+        self._u_run = sent and self.state == RUN
         if self.stall_u > 0.0:
             if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
                 self._stalled += 1

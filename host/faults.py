@@ -57,6 +57,8 @@ def _reaction(text):
         return "dropped by host"
     if text.startswith("link") and "disagrees" in text:
         return "braked by host"
+    if text.startswith("host:"):
+        return "braked by host (torque check)"
     return ""
 
 
@@ -201,8 +203,19 @@ NOTES = """## What each reaction means
 - `neighbour_disagrees`: the distal neighbour's check failed twice in a row (K_j's position
   against K_j recomputed from K_{j-1}, tolerance 1 cm); it bridges the link and asks the host,
   which brakes it (COMMAND BRAKE, fault `neighbour_disagrees`) and drops it from the team.
-- `sensor_implausible`: the agent's own plausibility check (encoder jump > `max_q_step`) latched
-  and braked its joint; a braked joint still carries the kinematic bus where it is held.
+- `sensor_implausible`: the agent's own plausibility check latched and braked its joint: an
+  encoder jump > `max_q_step`, or a frozen encoder (reading unchanged, qd = 0, for
+  `frozen_cycles` ticks while its torque moved by more than `frozen_du`); a braked joint still
+  carries the kinematic bus where it is held (a frozen one at its last reading: off by how far
+  it moved before the fault latched).
+- `motor_not_responding`: the joint was flung against its commanded torque (by more than
+  `respond_a` against more than `respond_u`, for `respond_ms`): its motor gives nothing, the
+  joint is braked. Found when the arm moves the dead joint (a knot change); a motor that dies
+  while the arm holds still lets its joint drift slowly, which no local check tells from
+  coupling.
+- braked by host (torque check): the host recomputed the link's torque from the components its
+  TORQUE report carries, u = sat(sum k_j u_j), and it disagreed: the host brakes it (fault
+  `neighbour_disagrees`) and drops it; its distal neighbour bridges it.
 - none: nothing detects the fault (a weak motor, latency inside the period); the adaptive goal
   absorbs it.
 

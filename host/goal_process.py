@@ -5,8 +5,16 @@ collects the torques. Runners only move the bytes this produces and consumes."""
 
 import numpy as np
 
+# The host's check of every RUN torque against the arbitration of its own components,
+# u = sat(sum k_j u_j) (5.177, 6.216): TORQUE carries u and the components as float32,
+# so an honest agent's u agrees to float32 rounding (6e-8 of the terms; 1e-6 of them for
+# an agent computing in float32, as a Cortex-M4F does); anything beyond this is a fault.
+TORQUE_TOL_ABS = 1e-3   # N m (N)
+TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
+
 from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
+from firmware import behaviours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
@@ -58,6 +66,9 @@ class GoalProcess:
         self.dead = set()     # indices of links whose process is known gone (processes mode)
         self.ee_last = None
         self.t_ee = 0.0
+        # per link (k_proxy, k_assert, k_local, k_jl, u_sat) for the torque check
+        self.arbitration = [behaviours.weights(c["behaviours"]) + (float(c["u_sat"]),)
+                            for c in getattr(sc, "agent_configs", None) or ()]
         self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
 
     def frame(self, mtype, dst, values):
@@ -139,6 +150,10 @@ class GoalProcess:
             self.torques[i] = v[1]
             self.states[i] = v[2]
             self.components[i] = v[3:9]
+            if v[2] == RUN and self.member[i] and self.arbitration:
+                out = self.check_torque(src, v)
+                if out:
+                    return out
             if not self.got[i]:
                 self.got[i] = True
                 if self.member[i]:
@@ -153,8 +168,7 @@ class GoalProcess:
             # a link reports its neighbour computing wrongly (Hamilton's check): brake it
             link = int(v[1])
             self.events.append((self.t, link, "link %d reports it disagrees" % src))
-            self.drop(link, "braked on link %d's report" % src)   # NODE_OUT with the next tick
-            return [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
+            return self.brake_out(link, "braked on link %d's report" % src)
         elif mtype == m.ESTIMATE:
             self.estimates.append((self.t, v[0], v[1:]))
         elif mtype == m.LOG:
@@ -163,6 +177,25 @@ class GoalProcess:
         elif mtype == m.TIMING:
             self.services.on_timing(self.t, src, v)
         return []
+
+    def brake_out(self, link, why):
+        """A link computes wrongly: brake it (COMMAND BRAKE, fault neighbour_disagrees) and
+        drop it from the team (NODE_OUT with the next tick: its neighbours bridge it)."""
+        self.drop(link, why)
+        return [self.frame(m.COMMAND, link, (m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES)))]
+
+    def check_torque(self, link, v):
+        """Hamilton's check applied to the torque, by the one party every TORQUE reaches:
+        link's u against sat(sum k_j u_j) of the components it reports with it. A
+        disagreement brakes and drops the link like a neighbour's report does."""
+        kp, ka, kl, kj, u_sat = self.arbitration[link - 1]
+        terms = (kp * v[3], ka * v[4], kl * v[5], kj * v[6], v[7])
+        u = behaviours.saturate(terms[0] + terms[1] + terms[2] + terms[3] + terms[4], u_sat)
+        off = v[1] - u
+        if abs(off) <= TORQUE_TOL_ABS + TORQUE_TOL_REL * sum(abs(x) for x in terms):
+            return []
+        self.events.append((self.t, link, "host: link %d torque off by %.4g from its components" % (link, off)))
+        return self.brake_out(link, "torque disagrees with its components")
 
     def close_stale(self):
         """No K_N this tick (lost on the bus): the goal from the last one, so the agents

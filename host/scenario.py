@@ -102,7 +102,8 @@ class Scenario:
                 "q_low": L["q_low"], "q_high": L["q_high"], "u_sat": L["u_sat"],
                 "mass": L["mass"], "centroid": list(L["centroid"]),
                 "behaviours": out,
-                "safety": {k: v for k, v in beh.get("safety", {}).items() if v is not None},
+                "safety": dict({k: v for k, v in beh.get("safety", {}).items() if v is not None},
+                               period=1.0 / self.control_rate_hz),
                 "brake_at_start": L["brake_at_start"]}
 
 

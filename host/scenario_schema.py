@@ -43,6 +43,10 @@ BEHAVIOURS = {
                "stall_qd": F("float", 1e-3, 0.0), "stall_cycles": F("int", 60, 1),
                "readmit_cycles": F("int", 0, 0),
                "kin_stale_cycles": F("int", 12, 1), "over_torque_cycles": F("int", 0, 0),
+               # joint response checks (firmware/safety.py check_response): 0 turns one off
+               "frozen_cycles": F("int", 3, 0), "frozen_du": F("float", 2.0, 0.0),
+               "respond_u": F("float", 0.0, 0.0), "respond_a": F("float", 10.0, 0.0),
+               "respond_ms": F("float", 150.0, 0.0),
                "reactions": {name: F("str", None, choices=("report", "hold", "damp", "brake"))
                              for name in DEFAULT_REACTIONS}},
     # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal neighbours

@@ -5,7 +5,7 @@ import pytest
 
 from host.run import run_scenario
 from host.scenario import ScenarioError, from_dict, load, read_toml
-from tests.conftest import REPO
+from tests.conftest import REPO, needs
 
 T_FAULT = 2.0
 
@@ -65,6 +65,71 @@ def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, faul
     assert s["nodes"][3]["state"] == "braked"         # by the host (its last STATUS)
     assert np.ptp(d["q"][d["t"] > T_FAULT + 0.05, 3]) < 2e-3
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def test_fault_free_run_latches_nothing(fault_free):
+    # the joint response checks (frozen encoder on by default, the motor check on in
+    # reference-ft) and the host's torque check stay quiet on a healthy arm
+    assert [(n["link"], n["state"], n["faults"]) for n in fault_free["nodes"]] == [
+        (i, "run", []) for i in range(1, 11)]
+
+
+def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\ntarget = "torque"\n'
+                  'offset = 20.0\n' % T_FAULT)
+    s, d = run(sc, tmp_path, "alu-torque")
+    assert s["status"] == "ok"
+    team = s["faults"]["team"]
+    assert team[0]["link"] == 4 and "torque off by 20" in team[0]["text"]
+    assert team[0]["t"] == T_FAULT                     # the first wrong torque, not one later
+    assert [e["text"].split(":")[0] for e in team[1:]] == ["dropped"]
+    assert s["nodes"][3]["state"] == "braked" and s["nodes"][3]["faults"] == ["neighbour_disagrees"]
+    bridged = [r for r in s["faults"]["reports"] if r["link"] == 5 and "neighbour_silent" in r["text"]]
+    assert bridged and bridged[0]["t"] - T_FAULT <= 1 / 120.0 + 1e-9   # NODE_OUT with the next tick
+    assert np.ptp(d["q"][d["t"] > T_FAULT + 0.05, 3]) < 2e-3
+    assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path):
+    from bus_protocol import messages as m
+    from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
+    from host.goal_process import GoalProcess
+    gp = GoalProcess(scenario(tmp_path))
+    gp.begin(7, 7 / 120.0)
+
+    def torque(link, u, comps):
+        return gp.on_frame(m.encode(m.TORQUE, link, m.HOST, 0, (7, u, RUN) + comps))
+
+    # reference-ft: proxy weight 1, assertions 1, no local PD, no joint limit: u = c0 + c1 + c4
+    assert torque(2, 7.25 + 0.5, (7.25, 0.5, 99.0, 99.0, 0.0, 0.0)) == []
+    assert torque(3, -1234.5678 - 0.001, (-1234.5678, -0.001, 0.0, 0.0, 0.0, 0.0)) == []   # float32 rounding
+    out = torque(4, 7.25 + 0.5 + 0.01, (7.25, 0.5, 0.0, 0.0, 0.0, 0.0))
+    assert [m.Decoder().decode(f)[4][:2] for f in out] == [(m.CMD_BRAKE, float(F_NEIGHBOUR_DISAGREES))]
+    assert m.Decoder().decode(out[0])[2] == 4 and not gp.member[3] and gp.member[1] and gp.member[2]
+
+
+def test_frozen_encoder_latches_sensor_implausible(tmp_path, fault_free):
+    sc = scenario(tmp_path, '[[fault]]\nkind = "encoder_dead"\nlink = 6\nstart = %g\n' % T_FAULT)
+    s, d = run(sc, tmp_path, "frozen")
+    assert s["status"] == "ok"
+    rep = s["faults"]["reports"]
+    assert [r["link"] for r in rep] == [6] and "sensor_implausible" in rep[0]["text"]
+    # frozen_cycles = 3 frozen samples: T + 1, 2, 3 cycles (the arm's torque moves 20 N m)
+    assert rep[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
+    assert s["nodes"][5]["state"] == "braked"
+    assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def test_dead_motor_flung_against_its_torque_latches_motor_not_responding(tmp_path):
+    # at the reference's first knot change (10 s) the arm flings the dead joint against its
+    # torque; reference-ft turns the motor check on
+    sc = scenario(tmp_path, '[[fault]]\nkind = "motor_dead"\nlink = 2\nstart = 10.0\n', duration=11.0)
+    s, d = run(sc, tmp_path, "dead-motor")
+    assert s["status"] == "ok"
+    rep = s["faults"]["reports"]
+    assert [r["link"] for r in rep] == [2] and "motor_not_responding" in rep[0]["text"]
+    assert 0.150 <= rep[0]["t"] - 10.0 <= 0.5        # respond_ms 150 ms at the least
+    assert np.ptp(d["q"][d["t"] > rep[0]["t"] + 0.05, 1]) < 2e-3   # held by its brake
 
 
 def test_faults_are_deterministic(tmp_path):
@@ -127,6 +192,22 @@ def test_compute_fault_on_a_uart_ring_as_in_process(tmp_path):
     # for a free moment after the cycle)
     assert [(e["link"], e["t"]) for e in s["faults"]["team"]] == [(e["link"], e["t"]) for e in ref["faults"]["team"]]
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)
+
+
+@needs("micropython")
+def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
+    """The torque report comes back on the joint's own wire, not the bus: the host's BRAKE
+    for a wrong torque still goes out, and the link is braked one tick later (a TORQUE
+    already on its way is applied once)."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = 1.5\ntarget = "torque"\n'
+                  'offset = 20.0\n', duration=2.5)
+    s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus="can", lockstep=True, quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert [(e["link"], e["t"], e["text"].split(":")[0]) for e in s["faults"]["team"]] == [
+        (4, 1.5, "host"), (4, 1.5, "dropped")]
+    assert s["nodes"][3]["state"] == "braked" and s["nodes"][3]["faults"] == ["neighbour_disagrees"]
+    braked = [r for r in s["faults"]["reports"] if r["link"] == 4]
+    assert braked and braked[0]["t"] - 1.5 <= 1 / 120.0 + 1e-9
 
 
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):

@@ -73,3 +73,38 @@ def test_every_fault_of_the_brief_has_one_bit_and_a_reaction():
     assert all(b & (b - 1) == 0 for b in bits) and len(set(bits)) == len(bits) and max(bits) < 1 << 16
     assert sc.fault_names(sc.F_NAN | sc.F_COMMAND) == ["command", "nan_input"]
     assert set(sc.DEFAULT_REACTIONS) == set(sc.FAULT_NAMES.values())
+
+
+@pytest.fixture(scope="module")
+def response():
+    out = {}
+    for line in same_under_both("mp_response.py"):
+        case, first, state, faults = line.split()
+        out[case] = (int(first), int(state), int(faults))
+    return out
+
+
+def test_frozen_encoder_under_a_changing_torque_is_sensor_implausible(response):
+    # the reading stops at tick 20 (tick 20 reads what 19 read); the defaults want 3 frozen
+    # samples (20, 21, 22) and the torque 2 N m off the one over the first frozen cycle:
+    # the goal ramps 1.5 N m a cycle, so at tick 22 it is 3 N m off -> latched at 22
+    assert response["frozen_ramp"] == (20 + 3 - 1, sc.BRAKED, sc.F_SENSOR)
+    # held still under a constant torque (a joint against a stop, under gravity), or a
+    # change within frozen_du: nothing to blame
+    assert response["frozen_constant"] == (-1, sc.RUN, 0)
+    assert response["frozen_small_change"] == (-1, sc.RUN, 0)
+    # garbage (the other dead encoder): the jump check (max_q_step 0.5 rad) sees it at once
+    assert response["garbage"][1:] == (sc.BRAKED, sc.F_SENSOR) and 20 <= response["garbage"][0] <= 21
+
+
+def test_joint_flung_against_its_torque_is_a_motor_not_responding(response):
+    # respond_ms 150 ms at the default 120 Hz is 18 cycles; the first sample that can be
+    # judged is tick 1 (tick 0 has no torque behind it) -> latched at tick 18
+    assert response["dead_flung"] == (round(0.150 * 120), sc.BRAKED, sc.F_MOTOR)
+    # a live joint flung for 12 cycles (a coupling transient), a torque under respond_u,
+    # or a fling under respond_a: no fault
+    # (and with respond_u 0, the default, the check is off; a silent node's torque never
+    # reached its motor)
+    for case in ("live_flung_briefly", "dead_flung_small_u", "dead_flung_slowly", "live_ramp", "live_wave",
+                 "dead_flung_check_off", "silent_flung"):
+        assert response[case] == (-1, sc.RUN, 0), case

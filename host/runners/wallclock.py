@@ -97,17 +97,22 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
             poller.register(fd, select.POLLIN)
         poller.register(io.fileno(), select.POLLIN)
 
+        def reports():   # torque reports; a torque the host's check rejects brakes its link
+            for r in io.recv_all():
+                out = gp.on_frame(r)
+                if out:
+                    with sending():
+                        transport.broadcast_batch(out)
+
         def recv(wait):   # one bus frame or None; torque reports on the way
             f = transport.recv(0)
             if f is None:
-                for r in io.recv_all():
-                    gp.on_frame(r)
+                reports()
                 if gp.complete:
                     return None
                 poller.poll(max(0, min(int(wait * 1000 + 0.999), 50)))
                 f = transport.recv(0)
-            for r in io.recv_all():
-                gp.on_frame(r)
+            reports()
             return f
     else:
         recv = transport.recv
