@@ -22,7 +22,8 @@ neighbours = None       # the neighbour check and bridge: _neighbour_support
 identification = None   # a link that carries or identifies a load: _load_support
 qrot = None             # RMOA and the weight couplet in Python (firmware/vec.py)
 
-REVOLUTE = const(0)     # kinematic_bus.REVOLUTE
+REVOLUTE = const(0)     # kinematic_bus.REVOLUTE, PRISMATIC
+PRISMATIC = const(1)
 
 
 def _python_cycle():
@@ -45,10 +46,12 @@ def _neighbour_support():
 
 
 def _joint_type(name):
-    """kinematic_bus.joint_type; a revolute joint (every joint of the reference arm)
-    without importing kinematic_bus."""
+    """kinematic_bus.joint_type without importing kinematic_bus (its error for a name
+    that is neither)."""
     if name == "revolute":
         return REVOLUTE
+    if name == "prismatic":
+        return PRISMATIC
     _python_cycle()
     return kinematic_bus.joint_type(name)
 
