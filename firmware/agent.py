@@ -244,6 +244,8 @@ class LinkAgent:
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t == m.KINEMATIC:
+                        if self.link == 1:
+                            self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
                         if self.kin_tick != self.tick:
                             self.send_kinematic()
                     elif t == m.GOAL:
@@ -436,8 +438,13 @@ class LinkAgent:
         if txa is not None:
             send(txa, 50)
             self._seq = (self._seq + 1) & 0xFFFF
-        send(self._tx, 64)
+        copies = self.copies
+        while copies > 0:
+            send(self._tx, 64)
+            copies -= 1
         self._seq = (self._seq + 1) & 0xFFFF
+        if self.tip_out:   # the host bridges the tip from K_{N-1}
+            self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -463,7 +470,10 @@ class LinkAgent:
             if v is None:
                 return False
             self.bridged += 1
-            self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
+            if v is True:   # linkcore: the last K_0 is in S
+                self.send_kinematic()
+            else:
+                self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
             return True
         kin = self._kin
         tick = self.tick
