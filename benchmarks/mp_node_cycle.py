@@ -215,16 +215,17 @@ def node_alloc(node, agent, one, cycles=12):
     return _med(v)
 
 
-# the firmware's modules as the agent and the node import them, leaves first
+# the firmware's modules an agent on linkcore (the benchmark's config) and its node import,
+# leaves first; firmware.linkstate holds linkcore's code and tables
 MODULES = ("bus_protocol.thumb", "bus_protocol.messages", "bus_protocol.framing", "firmware.hal",
-           "firmware.vec", "firmware.kinematic_bus", "firmware.global_proxy", "firmware.behaviours",
-           "firmware.safety", "firmware.services", "firmware.neighbours", "firmware.agent",
-           "firmware.hal.sim", "firmware.node")
+           "firmware.behaviours", "firmware.safety", "firmware.services", "firmware.linkstate",
+           "firmware.agent", "firmware.hal.sim", "firmware.node")
 
 
 def ram_by_module():
     """[(name, bytes)]: gc.mem_alloc() growth per module imported (each with what it holds
-    that no module before it did), then the agent and the node objects."""
+    that no module before it did), then the agent and the node objects (with any module
+    they imported on first need, named)."""
     import gc
     out = []
     gc.collect()
@@ -235,13 +236,15 @@ def ram_by_module():
         b = gc.mem_alloc()
         out.append((name, b - a))
         a = b
+    before = set(sys.modules)
     from firmware.agent import LinkAgent
     from firmware.hal.sim import SimHAL
     from firmware.node import ChainNode
     agent = LinkAgent(config(), SimHAL())
     node = ChainNode(agent, Port(), Port())
     gc.collect()
-    out.append(("agent and node objects", gc.mem_alloc() - a))
+    more = sorted(k for k in sys.modules if k not in before)
+    out.append(("agent and node objects" + "".join(" + " + k for k in more), gc.mem_alloc() - a))
     return out
 
 

@@ -5,11 +5,55 @@ from array import array
 from math import cos, sin
 
 from bus_protocol import messages as m
-from firmware import behaviours, global_proxy, kinematic_bus, linkstate, neighbours, safety, services
+from firmware import behaviours, linkstate, safety, services
 from firmware.hal import ticks_diff
-from firmware.vec import qrot
 
-identification = None   # imported for a link that carries or identifies a load: _load_support
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+# Imported on first need: as .mpy files on a board's filesystem every module's bytecode
+# and names are copied into RAM (make mcu-bench, ram_mpy_by_module_bytes), and an agent
+# on linkcore that checks no neighbour never runs these
+kinematic_bus = global_proxy = None   # the pure-Python cycle: _python_cycle
+neighbours = None       # the neighbour check and bridge: _neighbour_support
+identification = None   # a link that carries or identifies a load: _load_support
+qrot = None             # RMOA and the weight couplet in Python (firmware/vec.py)
+
+REVOLUTE = const(0)     # kinematic_bus.REVOLUTE, PRISMATIC
+PRISMATIC = const(1)
+
+
+def _python_cycle():
+    """firmware/kinematic_bus.py and global_proxy.py: A_i, K_i and the proxy's share in
+    Python (no linkcore, or a config it does not cover)."""
+    global kinematic_bus, global_proxy, qrot
+    if kinematic_bus is None:
+        from firmware import global_proxy as gp, kinematic_bus as kb
+        from firmware.vec import qrot as qr
+        kinematic_bus, global_proxy, qrot = kb, gp, qr
+
+
+def _neighbour_support():
+    """firmware/neighbours.py, for a link that keeps proximal neighbours' DH."""
+    global neighbours
+    _python_cycle()
+    if neighbours is None:
+        from firmware import neighbours as mod
+        neighbours = mod
+
+
+def _joint_type(name):
+    """kinematic_bus.joint_type without importing kinematic_bus (its error for a name
+    that is neither)."""
+    if name == "revolute":
+        return REVOLUTE
+    if name == "prismatic":
+        return PRISMATIC
+    _python_cycle()
+    return kinematic_bus.joint_type(name)
 
 
 def _load_support():
@@ -22,7 +66,6 @@ def _load_support():
     return identification
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
-CONFIG_MAX = 2048   # bytes of a CONFIG blob
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -98,7 +141,7 @@ class LinkAgent:
         self.link = cfg["link"]
         self.n_links = cfg["n_links"]
         dh = cfg["dh"]
-        self.jtype = kinematic_bus.joint_type(dh.get("type", "revolute"))
+        self.jtype = _joint_type(dh.get("type", "revolute"))
         self.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
                    float(dh.get("a", 0.0)), float(dh.get("alpha", 0.0)))
         self.q_low = float(cfg.get("q_low", -1e9))
@@ -139,9 +182,11 @@ class LinkAgent:
                 raise ValueError("config: %r is not a finite number" % (x,))
         # proximal neighbours' DH, nearest first (redundant kinematics: firmware/neighbours.py)
         nb = cfg.get("neighbours") or {}
-        self.nb = [(kinematic_bus.joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
+        self.nb = [(_joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
                    for x in nb.get("dh", ())]
         self.nb_depth = len(self.nb)
+        if self.nb_depth:
+            _neighbour_support()
         self.nb_period = float(nb.get("period", 0.0))        # control period (s)
         self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
         self.nb_readmit = int(nb.get("readmit_cycles", 3))
@@ -154,11 +199,12 @@ class LinkAgent:
         core = linkstate.linkcore
         self.core = core if core is not None and linkstate.covers(cfg) else None
         if self.core is None:
+            _python_cycle()
             self.components = [0.0] * 6
         else:
             self.S = linkstate.state(self)
             self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
-            self._rev = self.jtype == kinematic_bus.REVOLUTE
+            self._rev = self.jtype == REVOLUTE
             self._tx_assert = None if self.weight is None else bytearray(64)
             self._rx_ints = array("I", (0, 0))   # linkcore.rx: a SYNC's or JOINT_STATE's tick, flags
 
@@ -252,7 +298,8 @@ class LinkAgent:
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
             self.ident.est.on_ident(src, v)
         elif mtype == m.CONFIG:
-            self.on_config(v)
+            from firmware import config_blob
+            config_blob.take(self, v)
 
     def report_faults(self):
         """EMCY-like: the STATUS with the new fault bits, then the reason as a LOG line."""
@@ -342,7 +389,7 @@ class LinkAgent:
                 return   # another copy of a packet this tick has brought (time redundancy)
             self._kin[r] = v
             if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
-                self.check_neighbour(r)
+                neighbours.check(self, r)
         if r != self.skip or self.kin_tick == self.tick:
             return
         quat = v[1:5]
@@ -413,67 +460,7 @@ class LinkAgent:
             elif kind == INJ_COMPUTE:
                 self._k_off = value[1]
 
-    # ---- fault tolerance: neighbour check and bridge (firmware/neighbours.py) --------
-    def check_neighbour(self, r):
-        """Hamilton's round-robin check of neighbour j = i-1-r: its K_j against K_j
-        recomputed from K_{j-1}. A pass records its joint (q_j, qd_j) for a later lock
-        angle or prediction and counts toward re-admitting bridged neighbours; two
-        failures in a row of the nearest neighbour bridge it and ask the host to brake it
-        (COMMAND BRAKE to the host, arg = the link)."""
-        if self._out[r + 1]:
-            return   # its input is a bridged packet of a link known bad: no check
-        jt, dh = self.nb[r]
-        e, q, qd = neighbours.mismatch(jt, dh, self._kin[r + 1], self._kin[r])
-        tick = self.tick
-        if e <= self.nb_tol:
-            if r >= self.skip:
-                self._nbq[r] = (q, qd, tick)
-            elif r == 0:   # every bridged neighbour computes right again this tick
-                for j in range(1, self.skip):
-                    if self._nbq_ok[j] != tick:
-                        return
-                self._readmit += 1
-                if self._readmit >= self.nb_readmit:
-                    self.skip = 0
-                    self._readmit = 0
-                    self.log("neighbour %d re-admitted" % (self.link - 1))
-            self._nbq_ok[r] = tick
-            return
-        self._readmit = 0
-        if r != 0 or self.skip:
-            return   # a farther neighbour is its own neighbour's to judge; or bridged
-        if self._miss != tick - 1:   # act on a second failure in a row: a neighbour that
-            self._miss = tick        # bridges a bad link fails once, before the host's
-            return                   # NODE_OUT says which link it was
-        link = self.link - 1
-        self.q_locks[0] = self.predict(0, tick)   # the host brakes it in this tick
-        self.skip = 1
-        self.safety.trip(safety.F_NEIGHBOUR_DISAGREES, "link %d off by %.3g" % (link, e))
-        self.send(m.COMMAND, m.HOST, (m.CMD_BRAKE, float(link)))
-
-    def predict(self, j, tick):
-        """Neighbour j's joint at `tick`: its last checked value moved on at its speed."""
-        q, qd, t = self._nbq[j]
-        return q + qd * (tick - t) * self.nb_period
-
-    def node_out(self, j, out):
-        """The host took neighbour j (link i-1-j) out of the team (its torque stopped: its
-        driver has braked the joint in the last tick) or back in. A neighbour out is bridged
-        at the angle predicted for that tick; bridged neighbours come back by passing the
-        check (check_neighbour)."""
-        was = self._out[j]
-        self._out[j] = out
-        if not out or was or j >= self.nb_depth:
-            return
-        if j < self.skip:
-            return   # bridged already (it disagreed with this agent's check)
-        self.q_locks[j] = self.predict(j, self.tick)
-        while self.skip < self.nb_depth and self._out[self.skip]:
-            self.skip += 1
-            self._readmit = 0
-        if j == 0:
-            self.safety.trip(safety.F_NEIGHBOUR_SILENT, "link %d out" % (self.link - 1))
-
+    # ---- fault tolerance: the bridge (the neighbour check: firmware/neighbours.py) ----
     def bridge_now(self):
         """No K_{i-1} in time this tick: compose K_i from the nearest earlier packet that
         came, over the links between (bridged ones locked, the others predicted). Link 1
@@ -504,7 +491,7 @@ class LinkAgent:
                     if j < self.skip:
                         q, qd = self.q_locks[j], 0.0
                     else:
-                        q, qd = self.predict(j, tick), self._nbq[j][1]
+                        q, qd = neighbours.predict(self, j, tick), self._nbq[j][1]
                     quat, p, vel, w = neighbours.compose_link(jt, dh, q, qd, quat, p, vel, w)
                 self.bridged += 1
                 self.compose(quat, p, vel, w)
@@ -693,46 +680,15 @@ class LinkAgent:
             self.new_run()
             self.lockstep = arg == 1.0
         elif cmd == m.CMD_CONFIG_APPLY:
-            self.apply_config()
+            from firmware import config_blob
+            config_blob.apply(self)
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
             if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
                 self.tip_out = cmd == m.CMD_NODE_OUT
             j = self.link - 1 - int(arg)   # a proximal neighbour's place in the tables
             if 0 <= j <= self.nb_depth:
-                self.node_out(j, cmd == m.CMD_NODE_OUT)
-
-    def on_config(self, v):
-        """One CONFIG chunk (offset, total, data) of a JSON blob of link fields."""
-        off, total, data = v
-        if total > CONFIG_MAX or off + len(data) > total:
-            self._cfg_blob = None
-            self.safety.trip(safety.F_CONFIG, "config blob over %d bytes" % CONFIG_MAX)
-            return
-        if off == 0 or self._cfg_blob is None or len(self._cfg_blob) != total:
-            self._cfg_blob = bytearray(total)
-        self._cfg_blob[off:off + len(data)] = data
-
-    def apply_config(self):
-        """COMMAND CONFIG_APPLY: merge the blob's fields into the link's config. Refused
-        while running (brake or RESET the node first); an invalid blob leaves the old
-        config in place and latches F_CONFIG."""
-        if self.safety.state == safety.RUN:
-            self.log("config refused: running")
-            return
-        blob, self._cfg_blob = self._cfg_blob, None
-        old = self.cfg
-        try:
-            import json
-            new = dict(old)
-            new.update(json.loads(bytes(blob or b"")))
-            self.configure(new)
-            self.safety.configure(self._safety_cfg)
-        except Exception as e:
-            self.configure(old)
-            self._safety_cfg = old.get("safety", {})
-            self.safety.trip(safety.F_CONFIG, "%s %s" % (type(e).__name__, e))
-            return
-        self.log("config applied")
+                _neighbour_support()
+                neighbours.node_out(self, j, cmd == m.CMD_NODE_OUT)
 
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run

@@ -9,7 +9,8 @@
 #            computes wrongly, with q_lock the angle its holding brake locked it at.
 from math import atan2, cos, sin
 
-from firmware import kinematic_bus
+from bus_protocol import messages as m
+from firmware import kinematic_bus, safety
 from firmware.vec import cross, dot, qaxis_z, qmul, sub
 
 _PI = 3.141592653589793
@@ -66,3 +67,68 @@ def mismatch(jtype, dh, k0, k1):
     if 1.0 - abs(c) > e:
         e = 1.0 - abs(c)
     return e, q, qd
+
+
+# ---- the agent's side: its neighbour check and the host's NODE_OUT (firmware/agent.py
+# imports this module for a link with neighbours, or on a NODE_OUT)
+def check(agent, r):
+    """Hamilton's round-robin check of neighbour j = i-1-r: its K_j against K_j
+    recomputed from K_{j-1}. A pass records its joint (q_j, qd_j) for a later lock
+    angle or prediction and counts toward re-admitting bridged neighbours; two
+    failures in a row of the nearest neighbour bridge it and ask the host to brake it
+    (COMMAND BRAKE to the host, arg = the link)."""
+    if agent._out[r + 1]:
+        return   # its input is a bridged packet of a link known bad: no check
+    jt, dh = agent.nb[r]
+    e, q, qd = mismatch(jt, dh, agent._kin[r + 1], agent._kin[r])
+    tick = agent.tick
+    if e <= agent.nb_tol:
+        if r >= agent.skip:
+            agent._nbq[r] = (q, qd, tick)
+        elif r == 0:   # every bridged neighbour computes right again this tick
+            for j in range(1, agent.skip):
+                if agent._nbq_ok[j] != tick:
+                    return
+            agent._readmit += 1
+            if agent._readmit >= agent.nb_readmit:
+                agent.skip = 0
+                agent._readmit = 0
+                agent.log("neighbour %d re-admitted" % (agent.link - 1))
+        agent._nbq_ok[r] = tick
+        return
+    agent._readmit = 0
+    if r != 0 or agent.skip:
+        return   # a farther neighbour is its own neighbour's to judge; or bridged
+    if agent._miss != tick - 1:   # act on a second failure in a row: a neighbour that
+        agent._miss = tick        # bridges a bad link fails once, before the host's
+        return                    # NODE_OUT says which link it was
+    link = agent.link - 1
+    agent.q_locks[0] = predict(agent, 0, tick)   # the host brakes it in this tick
+    agent.skip = 1
+    agent.safety.trip(safety.F_NEIGHBOUR_DISAGREES, "link %d off by %.3g" % (link, e))
+    agent.send(m.COMMAND, m.HOST, (m.CMD_BRAKE, float(link)))
+
+
+def predict(agent, j, tick):
+    """Neighbour j's joint at `tick`: its last checked value moved on at its speed."""
+    q, qd, t = agent._nbq[j]
+    return q + qd * (tick - t) * agent.nb_period
+
+
+def node_out(agent, j, out):
+    """The host took neighbour j (link i-1-j) out of the team (its torque stopped: its
+    driver has braked the joint in the last tick) or back in. A neighbour out is bridged
+    at the angle predicted for that tick; bridged neighbours come back by passing the
+    check (check)."""
+    was = agent._out[j]
+    agent._out[j] = out
+    if not out or was or j >= agent.nb_depth:
+        return
+    if j < agent.skip:
+        return   # bridged already (it disagreed with this agent's check)
+    agent.q_locks[j] = predict(agent, j, agent.tick)
+    while agent.skip < agent.nb_depth and agent._out[agent.skip]:
+        agent.skip += 1
+        agent._readmit = 0
+    if j == 0:
+        agent.safety.trip(safety.F_NEIGHBOUR_SILENT, "link %d out" % (agent.link - 1))

@@ -67,3 +67,15 @@ def test_firmware_scripts_with_linkcore_print_what_cpython_prints(linkcore_dir, 
     got = _with_linkcore(linkcore_dir, script)
     want = _cpython(script)
     assert len(want) >= 1 and got == want
+
+
+def test_agent_on_linkcore_imports_no_python_cycle(linkcore_dir):
+    """A board running its modules as .mpy files holds every imported module's bytecode
+    in RAM (make mcu-bench, ram_mpy_by_module_bytes): agents on linkcore running the
+    reference chain's cycle import neither the pure-Python cycle nor the neighbour,
+    config and identification code they do not run."""
+    cold = ("firmware.kinematic_bus", "firmware.global_proxy", "firmware.vec", "firmware.neighbours",
+            "firmware.config_blob", "firmware.identification")
+    got = _with_linkcore(linkcore_dir, "mp_agent_cycle.py",
+                         "print('LOADED', [k for k in %r if k in sys.modules])" % (cold,))
+    assert got[-1] == "LOADED []"
