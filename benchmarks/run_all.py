@@ -19,38 +19,47 @@ from sim_host.plant import Plant  # noqa: E402
 
 
 def bare_mujoco(sc):
-    """Same model, same 1 ms RK4 steps, torques held constant: no agents, no bus."""
+    """Same model, same 1 ms RK4 steps, torques held constant: no agents, no bus.
+    -> (realtime factor, realtime factor in this process's CPU time)"""
     plant = Plant(sc.arm, timestep=sc.timestep)
     plant.set_torques(np.full(sc.n, 1.0))
     steps = int(round(sc.duration / sc.timestep))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     plant.step(steps)
-    return sc.duration / (time.perf_counter() - t0)
+    return sc.duration / (time.perf_counter() - t0), sc.duration / (time.process_time() - c0)
 
 
 def inprocess(sc, tmp):
     summary, _ = run_scenario(sc, tmp, quiet=True, make_plots=False)
-    return summary["realtime_factor"], summary["e_rms_m"]
+    return summary["realtime_factor"], summary["sim_seconds"] / summary["cpu_seconds"], summary["e_rms_m"]
 
 
-def main(repeats=3):
+def main(repeats=5):
     import tempfile
     sc = load(ROOT / "scenarios" / "reference.toml")
-    bare, full, err = [], [], None
+    bare, full, bare_cpu, full_cpu, err = [], [], [], [], None
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
-            bare.append(bare_mujoco(sc))
-            rf, err = inprocess(sc, Path(tmp) / "ref")
+            rf, rf_cpu = bare_mujoco(sc)
+            bare.append(rf)
+            bare_cpu.append(rf_cpu)
+            rf, rf_cpu, err = inprocess(sc, Path(tmp) / "ref")
             full.append(rf)
+            full_cpu.append(rf_cpu)
     b, f = statistics.median(bare), statistics.median(full)
     ratios = sorted(x / y for x, y in zip(bare, full))   # each repeat's pair ran back to back
-    print("reference run, %d links, %.0f s simulated, %d repeats (medians)" % (sc.n, sc.duration, repeats))
+    cpu_ratio = statistics.median(bare_cpu) / statistics.median(full_cpu)
+    print("reference run, %d links, %.0f s simulated, %d repeats (medians; loadavg %.1f)"
+          % (sc.n, sc.duration, repeats, os.getloadavg()[0]))
     print("  bare MuJoCo loop          realtime_factor %8.1f" % b)
-    print("  in-process agents+bus     realtime_factor %8.1f   (e_rms_m %.4g)" % (f, err))
+    print("  in-process agents+bus     realtime_factor %8.1f   (e_rms_m %.17g)" % (f, err))
     print("  overhead ratio bare/inprocess             %8.2f   (per repeat %s)"
           % (b / f, ", ".join("%.2f" % r for r in ratios)))
-    save({"overhead_vs_bare_mujoco": round(b / f, 3),
+    print("  the same in CPU time (process_time)       %8.2f   (what other jobs on the machine move least)"
+          % cpu_ratio)
+    save({"overhead_vs_bare_mujoco": round(b / f, 3), "overhead_vs_bare_mujoco_cpu": round(cpu_ratio, 3),
           "overhead_runs": {"bare_realtime_factor": bare, "inprocess_realtime_factor": full,
+                            "bare_cpu_realtime_factor": bare_cpu, "inprocess_cpu_realtime_factor": full_cpu,
                             "loadavg_1min": os.getloadavg()[0]}})
     for extra in EXTRA:
         extra()
@@ -119,8 +128,16 @@ def processes_knee(seconds=20.0):
             sc = from_dict(data, ROOT / "scenarios" / (name + ".toml"), sources)
             with tempfile.TemporaryDirectory() as tmp:
                 s, _ = run_scenario(sc, Path(tmp) / "knee", mode="processes", quiet=True, make_plots=False)
-            print("  %2d links %6.0f Hz: %s missed_cycles %d" % (sc.n, rate, s["status"], s["missed_cycles"]))
+            c = s.get("bus_cycle_ms") or {}
+            print("  %2d links %6.0f Hz: %s missed_cycles %d  bus cycle p50 %.2f p99 %.2f max %.2f ms (period %.2f ms)"
+                  % (sc.n, rate, s["status"], s["missed_cycles"], c.get("p50", float("nan")),
+                     c.get("p99", float("nan")), c.get("max", float("nan")), 1e3 / rate))
             if s["status"] != "ok" or s["missed_cycles"]:
+                for late in s.get("late_cycles", [])[:3]:   # what the late ticks were waiting for
+                    print("      late tick %d: goal out at %s ms, links %s missing at the %.2f ms deadline, "
+                          "host on CPU %s ms, runnable but waiting %s ms" % (
+                              late["tick"], late["goal_sent_ms"], late["missing_links"], late["deadline_ms"],
+                              late["host_oncpu_ms"], late["host_runq_ms"]))
                 break
             best = rate
         knee[str(sc.n)] = best

@@ -38,7 +38,7 @@ class GoalProcess:
         self.torques = np.zeros(self.n)
         self.components = np.zeros((self.n, 6))
         self.states = np.zeros(self.n, dtype=int)
-        self.got = np.zeros(self.n, dtype=bool)
+        self.got = [False] * self.n   # lists: numpy's per-element access costs a call (make bench)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}      # link -> its last STATUS values (link health)
         self.logs = []
@@ -55,7 +55,7 @@ class GoalProcess:
         # (its joint brakes, its neighbours bridge it); one a neighbour reports computing
         # wrongly is braked and dropped; a dropped link that reports RUN torques for
         # readmit ticks in a row is re-admitted. Every agent hears NODE_OUT / NODE_IN.
-        self.member = np.ones(self.n, dtype=bool)
+        self.member = [True] * self.n
         self.n_team = self.n
         self.silent = np.zeros(self.n, dtype=int)    # ticks in a row without a torque
         self.heard = np.zeros(self.n, dtype=int)     # RUN torques in a row from a dropped link
@@ -81,7 +81,7 @@ class GoalProcess:
         self.tick, self.t = tick, t
         self.asserts = []
         self.closed = False
-        self.got[:] = False
+        self.got = [False] * self.n
         self.n_got = 0
         self.ee = None
         out, self.pending = self.pending, []
@@ -136,6 +136,25 @@ class GoalProcess:
         if msg is None:
             return []
         mtype, src, dst, seq, v = msg
+        if mtype == m.TORQUE:   # first: N of them a tick
+            if 1 <= src <= self.n and v[0] == self.tick:
+                i = src - 1
+                self.torques[i] = v[1]
+                self.states[i] = v[2]
+                self.components[i] = v[3:9]
+                if v[2] == RUN and self.member[i] and self.arbitration:
+                    out = self.check_torque(src, v)
+                    if out:
+                        return out
+                if not self.got[i]:
+                    self.got[i] = True
+                    if self.member[i]:
+                        self.n_got += 1
+                    else:
+                        self._heard(i, v[2])
+                        if self.member[i]:
+                            self.n_got += 1
+            return []
         if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick and not self.closed:
             self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
             self.t_ee = self.t
@@ -145,23 +164,6 @@ class GoalProcess:
                 self.late_asserts += 1   # missed this cycle's rebroadcast
             else:
                 self.asserts.append(v)
-        elif mtype == m.TORQUE and 1 <= src <= self.n and v[0] == self.tick:
-            i = src - 1
-            self.torques[i] = v[1]
-            self.states[i] = v[2]
-            self.components[i] = v[3:9]
-            if v[2] == RUN and self.member[i] and self.arbitration:
-                out = self.check_torque(src, v)
-                if out:
-                    return out
-            if not self.got[i]:
-                self.got[i] = True
-                if self.member[i]:
-                    self.n_got += 1
-                else:
-                    self._heard(i, v[2])
-                    if self.member[i]:
-                        self.n_got += 1
         elif mtype == m.STATUS:
             self.status[src] = v
         elif mtype == m.COMMAND and v[0] == m.CMD_BRAKE and 1 <= v[1] <= self.n:
@@ -217,8 +219,9 @@ class GoalProcess:
         if self.traj is None:
             return
         d = self.traj.sample(self.t)
-        if self.planar:
-            ref = ([d.p[0], d.p[1], d.angle], [d.v[0], d.v[1], d.w[2]], [d.a[0], d.a[1], d.wd[2]])
+        if self.planar:   # plain floats, the same doubles: numpy scalars cost a call an operation
+            (x, y, _), (vx, vy, _), (ax, ay, _) = d.p.tolist(), d.v.tolist(), d.a.tolist()
+            ref = ([x, y, float(d.angle)], [vx, vy, float(d.w[2])], [ax, ay, float(d.wd[2])])
         else:
             ref = (list(d.p) + list(tr.qlog(d.quat)), list(d.v) + list(d.w), list(d.a) + list(d.wd))
         self._ref = (self.tick, d, ref)
@@ -248,5 +251,5 @@ class GoalProcess:
         self.goal = (p, np.array(f))
         self.closed = True
         out = [self.frame(m.ASSERT, m.BROADCAST, a) for a in self.asserts]
-        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(float(x) for x in p) + f))
+        out.append(self.frame(m.GOAL, m.BROADCAST, (self.tick, 0) + tuple(p) + f))
         return out

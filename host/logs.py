@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 CHUNK_DIR = "timeseries"
+_F64 = np.dtype(float)
 
 
 class Recorder:
@@ -47,8 +48,15 @@ class Recorder:
         self._last = time.monotonic()
 
     def add(self, **row):
+        rows = self.rows
         for k, v in row.items():
-            self.rows.setdefault(k, []).append(np.array(v, dtype=float, copy=True))
+            if type(v) is float:   # stacked to float64 as a 0-d array would be; no array per scalar
+                x = v
+            elif type(v) is np.ndarray and v.dtype is _F64:
+                x = v.copy()
+            else:
+                x = np.array(v, dtype=float, copy=True)
+            rows.setdefault(k, []).append(x)
         if self.on_chunk is not None and time.monotonic() - self._last >= self.chunk_s:
             self.flush()
 

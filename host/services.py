@@ -50,17 +50,18 @@ class HostServices:
         """TIMING: first tick, 12 times from SYNC to TORQUE (NOT_FINISHED: the node did not
         act), 12 finish clocks (low 16 bits, unwrapped against the tick's opening)."""
         n = (len(v) - 1) // 2
+        first = v[0]
         done = []
-        for i in range(n):
-            us = v[1 + i]
-            if us == NOT_FINISHED:
-                continue
-            tick = v[0] + i
-            done.append(us)
-            self.finish[tick, link] = us
-            t_open = self._opened.get(tick)
-            if self.shared_clock and t_open is not None:
-                self.finish_common[tick, link] = (v[1 + n + i] - t_open) & 0xFFFF
+        finish = self.finish
+        for i, us in enumerate(v[1:1 + n]):
+            if us != NOT_FINISHED:
+                done.append(us)
+                finish[first + i, link] = us
+        if self.shared_clock:
+            for i, us in enumerate(v[1:1 + n]):
+                t_open = self._opened.get(first + i)
+                if us != NOT_FINISHED and t_open is not None:
+                    self.finish_common[first + i, link] = (v[1 + n + i] - t_open) & 0xFFFF
         if done:
             done.sort()
             self._write(link, "%9.3f  cycles %d-%d finished after %d us (median), %d us (max), %d not acted"

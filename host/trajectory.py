@@ -62,13 +62,13 @@ def quat_from_rpy(r, p, y):
 
 
 def quat_from_matrix(R):
-    R = np.asarray(R, float)
-    w = math.sqrt(max(0.0, 1 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
-    x = math.copysign(math.sqrt(max(0.0, 1 + R[0, 0] - R[1, 1] - R[2, 2])) / 2, R[2, 1] - R[1, 2])
-    y = math.copysign(math.sqrt(max(0.0, 1 - R[0, 0] + R[1, 1] - R[2, 2])) / 2, R[0, 2] - R[2, 0])
-    z = math.copysign(math.sqrt(max(0.0, 1 - R[0, 0] - R[1, 1] + R[2, 2])) / 2, R[1, 0] - R[0, 1])
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = np.asarray(R, float).tolist()   # floats: numpy scalars are slow
+    w = math.sqrt(max(0.0, 1 + r00 + r11 + r22)) / 2
+    x = math.copysign(math.sqrt(max(0.0, 1 + r00 - r11 - r22)) / 2, r21 - r12)
+    y = math.copysign(math.sqrt(max(0.0, 1 - r00 + r11 - r22)) / 2, r02 - r20)
+    z = math.copysign(math.sqrt(max(0.0, 1 - r00 - r11 + r22)) / 2, r10 - r01)
     q = np.array([w, x, y, z])
-    return q / np.linalg.norm(q)
+    return q / math.sqrt(q.dot(q))   # np.linalg.norm(q), which is this, without its wrapper
 
 
 def yaw_of(q):
@@ -88,8 +88,20 @@ def orientation_error(d, quat, planar):
 
 class Sample:
     """Desired state at one instant (world frame): p, v, a (3); quat; w, wd (3);
-    angle (planar: about z, unwrapped)."""
-    __slots__ = ("p", "v", "a", "quat", "w", "wd", "angle")
+    angle (planar: about z, unwrapped). `quat` is worked out when first asked for (a
+    planar task never does: make bench, half the cost of a sample)."""
+    __slots__ = ("p", "v", "a", "_quat", "_turn", "w", "wd", "angle")
+
+    @property
+    def quat(self):
+        if self._quat is None:
+            rotvec, q0 = self._turn
+            self._quat = qmul(qexp(rotvec), q0)
+        return self._quat
+
+    @quat.setter
+    def quat(self, q):
+        self._quat = q
 
 
 class Trajectory:
@@ -133,7 +145,8 @@ class Trajectory:
             out.p = p0 + s * dp
             out.v = sd * dp
             out.a = sdd * dp
-        out.quat = qmul(qexp(s * rel), q0)
+        out._quat = None
+        out._turn = (s * rel, q0)
         out.w = sd * rel
         out.wd = sdd * rel
         out.angle = a0 + s * da

@@ -22,6 +22,7 @@ from .sensors import nearest_surface, segment_center_distances
 # mj_step resets the state to the model's home pose and carries on
 UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
             mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADCTRL)
+_UNSTABLE_IDX = [int(w) for w in UNSTABLE]
 
 
 class PlantUnstable(ArithmeticError):
@@ -45,6 +46,7 @@ class Plant:
         self.model = mujoco.MjModel.from_xml_string(self.xml)
         self.data = mujoco.MjData(self.model)
         self._scratch = mujoco.MjData(self.model)
+        self._warnings = self.data.warning.number   # a view: every warning's count
 
         m = self.model
         self._site_ids = np.array(
@@ -56,6 +58,7 @@ class Plant:
         self._ee_site = int(self._site_ids[-1])
 
         self.u_sat = np.array([self._usat(L) for L in self.links])
+        self._u_low = -self.u_sat
         self.link_radius = np.array([float(L.get("radius", DEFAULT_RADIUS) or DEFAULT_RADIUS)
                                      for L in self.links])
         self._q0 = np.array([float(L.get("q0", 0.0)) for L in self.links])
@@ -124,7 +127,7 @@ class Plant:
         self._in_contact = np.zeros((self.n, self._K), dtype=bool)
         self._ll_pairs = set()
         mujoco.mj_forward(m, d)
-        self._synced = True
+        self._synced = self._com_synced = True
         self._update_contacts()
 
     # ------------------------------------------------------------ actuation
@@ -133,9 +136,9 @@ class Plant:
         u = np.asarray(u, dtype=float).reshape(-1)
         if u.shape[0] != self.n:
             raise ValueError("expected %d torques, got %d" % (self.n, u.shape[0]))
-        if not np.all(np.isfinite(u)):
+        if not np.isfinite(u).all():
             raise ValueError("non-finite torque command %r" % (u,))
-        u = np.clip(u, -self.u_sat, self.u_sat)
+        u = np.minimum(np.maximum(u, self._u_low), self.u_sat)   # np.clip, without its wrapper
         self.data.ctrl[:] = u
         return u
 
@@ -203,6 +206,9 @@ class Plant:
 
     def _check_stable(self):
         """Raise PlantUnstable once MuJoCo has found the state unstable (and reset it)."""
+        n = self._warnings.tolist()   # one read, not four struct lookups (make bench)
+        if not any([n[w] for w in _UNSTABLE_IDX]):
+            return
         for w in UNSTABLE:
             st = self.data.warning[w]
             if st.number:
@@ -210,12 +216,16 @@ class Plant:
                                     % (self.data.time, mujoco.mju_warningText(w, st.lastinfo)))
 
     # ------------------------------------------------------------- state
-    def _sync(self):
-        """Position-dependent quantities (frames, Jacobians) for the current qpos."""
+    def _sync(self, com=True):
+        """Position-dependent quantities for the current qpos: frames, and with `com` the
+        centre-of-mass quantities Jacobians need."""
         if not self._synced:
             mujoco.mj_kinematics(self.model, self.data)
-            mujoco.mj_comPos(self.model, self.data)
             self._synced = True
+            self._com_synced = False
+        if com and not self._com_synced:
+            mujoco.mj_comPos(self.model, self.data)
+            self._com_synced = True
 
     def joint_state(self):
         return self.data.qpos.copy(), self.data.qvel.copy()
@@ -228,8 +238,11 @@ class Plant:
 
     def frames(self):
         """World frames F_0..F_N: R (n+1, 3, 3), p (n+1, 3)."""
-        self._sync()
+        self._sync(com=False)
         d = self.data
+        if self._sites_contiguous:   # slices: a fancy index costs twice as much (make bench)
+            s = int(self._site_ids[0])
+            return d.site_xmat[s:s + self.n + 1].reshape(self.n + 1, 3, 3).copy(), d.site_xpos[s:s + self.n + 1].copy()
         R = d.site_xmat[self._site_ids].reshape(self.n + 1, 3, 3).copy()
         p = d.site_xpos[self._site_ids].copy()
         return R, p

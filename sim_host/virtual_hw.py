@@ -15,20 +15,22 @@ class VirtualHardware:
         self.max_range = max_range
         self.seq = 0
         self.last_ranges = [None] * plant.n
+        self._brakes = [L.get("physical_brake", False) for L in plant.links]
 
     def sense_frames(self, tick):
         """One JOINT_STATE frame per link: q, qd and the link's range reading (link frame)."""
-        q, qd = self.plant.joint_state()
+        d = self.plant.data
+        q, qd = d.qpos.tolist(), d.qvel.tolist()
         ranges = self.plant.range_readings(self.max_range) if self.max_range > 0 else [None] * self.plant.n
         self.last_ranges = ranges
         out = []
         for i in range(self.plant.n):
             r = ranges[i]
             if r is None:
-                vals = (tick, float(q[i]), float(qd[i]), 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                vals = (tick, q[i], qd[i], 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             else:
                 p_psh, x_r = r[0], r[1]
-                vals = (tick, float(q[i]), float(qd[i]), 1) + tuple(map(float, p_psh)) + tuple(map(float, x_r))
+                vals = (tick, q[i], qd[i], 1) + tuple(map(float, p_psh)) + tuple(map(float, x_r))
             out.append(m.encode(m.JOINT_STATE, m.HOST, i + 1, self.seq, vals))
             self.seq = (self.seq + 1) & 0xFFFF
         return out
@@ -40,13 +42,21 @@ class VirtualHardware:
         its agent has been silent (`silent`: ticks without a torque command) for `timeout`
         ticks: the driver's watchdog drops the torque and the holding brake engages, as on
         a loss of power or heartbeat. `locked`: joints held whatever (joint_locked fault)."""
+        plant = self.plant
         if silent is not None and silent.any():
             torques = np.where(silent >= timeout, 0.0, torques)
-        self.plant.set_torques(torques)
-        if states is not None:
-            for i, L in enumerate(self.plant.links):
-                if L.get("physical_brake", False):
-                    on = int(states[i]) == BRAKED or (silent is not None and silent[i] >= timeout)
-                    self.plant.set_brake(i, on or i in locked)
-                elif locked:
-                    self.plant.set_brake(i, i in locked)
+        plant.set_torques(torques)
+        if states is None:
+            return
+        states = np.asarray(states).tolist()   # plain ints and bools: numpy scalars cost a call each (make bench)
+        silent = None if silent is None else np.asarray(silent).tolist()
+        braked = plant.braked.tolist()
+        for i, brake in enumerate(self._brakes):
+            if brake:
+                on = states[i] == BRAKED or (silent is not None and silent[i] >= timeout) or i in locked
+            elif locked:
+                on = i in locked
+            else:
+                continue
+            if on != braked[i]:
+                plant.set_brake(i, on)

@@ -125,6 +125,59 @@ def test_crc_check_value_and_both_paths():
         assert m.crc16(bytearray(d), n) == m.crc16_table(memoryview(d), n)
 
 
+def test_cpython_fast_codec_matches_the_portable_one():
+    """The CPython fast paths messages.py selects at import against the portable
+    encoder and decoder MicroPython runs (test_micropython_encodes_cpython_decodes ties
+    those to MicroPython): the same bytes, the same results, the same errors, on every
+    type, on random values and on mutated frames."""
+    assert m.encode_into is not m._encode_into_portable, "CPython should select the fast path"
+    rnd = random.Random(6)
+    b1, b2 = bytearray(64), bytearray(64)
+    for t, vals in SAMPLES.items():
+        for seq in (0, 1, 0xFFFF, 70000):
+            n1 = m.encode_into(b1, t, 2, 255, seq, vals)
+            n2 = m._encode_into_portable(b2, t, 2, 255, seq, vals)
+            assert (n1, b1[:n1]) == (n2, b2[:n2]), t
+            assert m.encode(t, 2, 255, seq, vals) == bytes(b2[:n2]), t
+        vals = tuple(rnd.uniform(-1e3, 1e3) if isinstance(v, float) else v for v in vals)   # random floats
+        assert m.encode(t, 1, 2, 3, vals) == bytes(b2[:m._encode_into_portable(b2, t, 1, 2, 3, vals)])
+    bad = [(0x42, 0, 1, 0, ()), (0, 0, 1, 0, ()), (-1, 0, 1, 0, (1,)), (m.SYNC, 0, 1, 0, (1, 2)),
+           (m.SYNC, 0, 1, 0, (-1,)), (m.SYNC, 256, 1, 0, (1,)), (m.SYNC, 0, -1, 0, (1,)),
+           (m.KINEMATIC, 0, 1, 0, (1, None) + (0.0,) * 12), (m.TORQUE, 0, 1, 0, (1, 1e39, 1) + (0.0,) * 6),
+           (m.LOG, 0, 1, 0, (bytes(57),))]
+    for args in bad:
+        errors = []
+        for enc in (m.encode_into, m._encode_into_portable, lambda buf, *a: m.encode(*a)):
+            with pytest.raises(ValueError) as e:
+                enc(bytearray(64), *args)
+            errors.append(str(e.value))
+        assert errors[0] == errors[1] == errors[2], args
+    frames = [m.encode(t, 0, 3, 5, v) for t, v in SAMPLES.items()]
+    fast, slow = m.Decoder(), m.Decoder()
+    for i in range(20000):
+        f = bytearray(rnd.choice(frames))
+        r = rnd.randrange(6)
+        if r == 1:
+            f[rnd.randrange(len(f))] ^= 1 << rnd.randrange(8)
+        elif r == 2:
+            del f[rnd.randrange(len(f)):]
+        elif r == 3:
+            f += bytes(rnd.randrange(1, 4))
+        elif r == 4:   # another type or length, with a right CRC
+            f[rnd.choice((0, 5))] = rnd.randrange(256)
+            f = _fix_crc(f) if len(f) >= 2 else f
+        f = bytes(f)
+        m._last[0] = None
+        got = fast.decode(f)
+        m._last[0] = None
+        assert got == m._decode_portable(slow, f), (i, f.hex())
+        counters = [(d.good, d.bad, d.errors, d.last_error) for d in (fast, slow)]
+        assert counters[0] == counters[1], i
+    assert fast.good > 5000 and fast.bad > 5000
+    again = fast.decode(frames[0]), fast.decode(frames[0])   # the one-frame cache: counted each time
+    assert again[0] == again[1] == (m.SYNC, 0, 3, 5, SAMPLES[m.SYNC]) and fast.good == slow.good + 2
+
+
 def _fix_crc(fr):
     c = m.crc16(fr, len(fr) - 2)
     fr[-2:] = bytes((c & 0xFF, c >> 8))

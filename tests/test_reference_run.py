@@ -27,8 +27,9 @@ def test_reference_scenario_tracks(tmp_path):
     data = np.load(out / "timeseries.npz")
     assert data["q"].shape == (4801, 10) and data["comp"].shape == (4801, 10, 6)
     on_disk = json.loads((out / "summary.json").read_text())
-    for key in ("scenario", "links", "mode", "control_rate_hz", "sim_seconds", "wall_seconds", "realtime_factor",
-                "e_rms_m", "phi_rms_rad", "q_rms_rad", "missed_cycles", "collisions", "status", "reason"):
+    for key in ("scenario", "links", "mode", "control_rate_hz", "sim_seconds", "wall_seconds", "cpu_seconds",
+                "realtime_factor", "e_rms_m", "phi_rms_rad", "q_rms_rad", "missed_cycles", "collisions", "status",
+                "reason"):
         assert key in on_disk
 
 

@@ -2,6 +2,7 @@
 bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
 supplies `exchange(frames, k, deadline)` which delivers the host's frames to the agents
 and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""
+import math
 import time
 import traceback
 
@@ -67,7 +68,7 @@ class ControlLoop:
         sc, plant, gp, stats = self.sc, self.plant, self.gp, self.stats
         now = schedule.now if schedule else time.perf_counter
         steps = list(self.tick_steps())
-        start = now()
+        start, cpu = now(), time.process_time()
         try:
             for j, (k, s) in enumerate(steps):
                 if self.interrupted:
@@ -86,7 +87,7 @@ class ControlLoop:
                     t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
                     deadline = schedule.open(t, t_next)
                     if j == 0:
-                        start = now()
+                        start, cpu = now(), time.process_time()
                 paused = exchange(frames, k, deadline)
                 if paused:   # a hypervisor pause the deadline absorbed (runners/desktop)
                     schedule.move(paused)
@@ -109,6 +110,7 @@ class ControlLoop:
         except Exception as e:  # a run that aborts still leaves its log and the reason
             stats.abort("%s: %s" % (type(e).__name__, e), traceback.format_exc())
         stats.wall_seconds = now() - start
+        stats.cpu_seconds = time.process_time() - cpu
         return stats
 
     def record(self, k, t):
@@ -119,19 +121,21 @@ class ControlLoop:
             if t >= 1.0:
                 raise Aborted("no end-effector packet reached the host in the first %.1f s" % t)
             return
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+        if not (np.isfinite(q).all() and np.isfinite(qd).all()):
             raise Aborted("plant state is not finite at t=%.3f s" % t)
         d = gp.desired
         e_p = d.p - p[-1]
-        e_phi = orientation_error(d, quat_from_matrix(R[-1]), gp.planar)
+        e_phi = orientation_error(d, quat_from_matrix(R[-1]).tolist(), gp.planar)   # floats: the same doubles
         if not gp.planar:
             e_phi = float(np.linalg.norm(e_phi))
         ranges = self.hw.last_ranges
         rho = np.array([np.nan if r is None else r[2] for r in ranges])
-        self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques.copy(),
-                     comp=gp.components.copy(), f=gp.goal[1], frames=p, state=gp.states.copy(), rho=rho,
+        # the recorder copies every row: the goal process's arrays go in as they are
+        self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques,
+                     comp=gp.components, f=gp.goal[1], frames=p, state=gp.states, rho=rho,
                      contacts=len(plant.contacts()), late=float(self.late))
-        if np.linalg.norm(e_p) > self.sc.divergence_m:
+        e = math.sqrt(e_p @ e_p)   # np.linalg.norm of a 3-vector, without its wrapper
+        if e > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
-                          % (np.linalg.norm(e_p), self.sc.divergence_m, t))
+                          % (e, self.sc.divergence_m, t))
 

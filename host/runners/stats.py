@@ -20,6 +20,8 @@ class RunStats:
         self.reason = ""
         self.traceback = ""
         self.wall_seconds = 0.0
+        self.cpu_seconds = 0.0       # this process's CPU time over the same loop (beside wall_seconds:
+                                     # how far other jobs on the machine stretched the run)
         self.missed_cycles = 0       # wall clock: ticks whose torques were not all in by the deadline
         # wall clock: the schedule (runners/wallclock.Schedule)
         self.late_host_ticks = 0     # ticks the host itself opened over 1 ms late
@@ -64,7 +66,7 @@ class RunStats:
 
     def summary(self):
         """The summary.json fields of this record (those a mode does not have are left out)."""
-        out = {"clock": self.clock, "wall_seconds": self.wall_seconds,
+        out = {"clock": self.clock, "wall_seconds": self.wall_seconds, "cpu_seconds": self.cpu_seconds,
                "missed_cycles": self.missed_cycles if self.clock == "wall" else 0,
                "status": self.status, "reason": self.reason}
         if self.clock == "wall":
