@@ -145,6 +145,7 @@ class LinkAgent:
         self.nb_period = float(nb.get("period", 0.0))        # control period (s)
         self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
         self.nb_readmit = int(nb.get("readmit_cycles", 3))
+        self.copies = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
@@ -162,13 +163,17 @@ class LinkAgent:
             self._rx_ints = array("I", (0, 0))   # linkcore.rx: a SYNC's or JOINT_STATE's tick, flags
 
     # ---- bus -------------------------------------------------------------------
-    def send(self, mtype, dst, values, out=None):
-        """Encode into the agent's one transmit buffer and put it on the bus (or `out`)."""
+    def send(self, mtype, dst, values, out=None, copies=1):
+        """Encode into the agent's one transmit buffer and put it on the bus (or `out`),
+        `copies` identical frames back to back (same seq: one frame, sent redundantly)."""
         if self._silent:
             return
         n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
         self._seq = (self._seq + 1) & 0xFFFF
-        (out or self.hal.send)(self._tx, n)
+        out = out or self.hal.send
+        while copies > 0:
+            out(self._tx, n)
+            copies -= 1
 
     def log(self, text):
         """NYMPH-style host service: the host prints/logs what the node says. Inside a
@@ -193,6 +198,8 @@ class LinkAgent:
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t == m.KINEMATIC:
+                        if self.link == 1:
+                            self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
                         if self.kin_tick != self.tick:
                             self.send_kinematic()
                     elif t == m.GOAL:
@@ -328,7 +335,11 @@ class LinkAgent:
             if r == 0:
                 self.late += 1
             return
+        if self.link == 1:
+            self._base = v   # K_0: constant for a fixed base, so it also bridges a lost one
         if self.nb_depth:
+            if self._kin[r] is not None and self._kin[r][0] == v[0]:
+                return   # another copy of a packet this tick has brought (time redundancy)
             self._kin[r] = v
             if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
                 self.check_neighbour(r)
@@ -365,7 +376,10 @@ class LinkAgent:
             self.assert_rmoa(quat, p)
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
-        self.send(m.KINEMATIC, self.down, (self.tick,) + quat + p + vel + w)
+        k = (self.tick,) + quat + p + vel + w
+        self.send(m.KINEMATIC, self.down, k, None, self.copies)
+        if self.tip_out:   # the host bridges the tip from K_{N-1} (host/goal_process.py)
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)
 
     def send_kinematic(self):
         """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
@@ -377,8 +391,13 @@ class LinkAgent:
         if txa is not None:
             send(txa, 50)
             self._seq = (self._seq + 1) & 0xFFFF
-        send(self._tx, 64)
+        copies = self.copies
+        while copies > 0:
+            send(self._tx, 64)
+            copies -= 1
         self._seq = (self._seq + 1) & 0xFFFF
+        if self.tip_out:   # the host bridges the tip from K_{N-1}
+            self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -457,7 +476,18 @@ class LinkAgent:
 
     def bridge_now(self):
         """No K_{i-1} in time this tick: compose K_i from the nearest earlier packet that
-        came, over the links between (bridged ones locked, the others predicted)."""
+        came, over the links between (bridged ones locked, the others predicted). Link 1
+        composes over the last K_0 (the base packet: constant for a fixed base)."""
+        if self.link == 1:
+            v = self._base
+            if v is None:
+                return False
+            self.bridged += 1
+            if v is True:   # linkcore: the last K_0 is in S
+                self.send_kinematic()
+            else:
+                self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
+            return True
         kin = self._kin
         tick = self.tick
         for r in range(self.skip + 1, self.nb_depth + 1):
@@ -482,8 +512,9 @@ class LinkAgent:
         return False
 
     def pending(self):
-        """With neighbours to bridge: synced to a tick whose K_i has not gone out yet."""
-        return self.nb_depth and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
+        """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
+        K_i has not gone out yet."""
+        return (self.nb_depth or self._base is not None) and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
 
     def on_quiet(self, goal=True):
         """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
@@ -492,7 +523,7 @@ class LinkAgent:
         its torque. True if the agent sent anything."""
         if self.tick < 0 or self.acted_tick == self.tick or self.safety.state != safety.RUN:
             return False
-        if self.kin_tick != self.tick and self.nb_depth and self.bridge_now():
+        if self.kin_tick != self.tick and (self.nb_depth or self.link == 1) and self.bridge_now():
             return True
         if goal and self._goal is not None and self._goal_tick >= self.tick - self.safety.watchdog_cycles:
             self.stale_goal += 1
@@ -664,6 +695,8 @@ class LinkAgent:
         elif cmd == m.CMD_CONFIG_APPLY:
             self.apply_config()
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
+            if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
+                self.tip_out = cmd == m.CMD_NODE_OUT
             j = self.link - 1 - int(arg)   # a proximal neighbour's place in the tables
             if 0 <= j <= self.nb_depth:
                 self.node_out(j, cmd == m.CMD_NODE_OUT)
@@ -721,6 +754,8 @@ class LinkAgent:
         self._goal = None                       # the last goal and its tick (stale goal)
         self._goal_tick = -1
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
+        self._base = None                       # link 1: the last K_0 (the base packet)
+        self.tip_out = False                    # link N-1: the host took the tip out of the team
 
 
 def _to_world(quat, p, x_link):

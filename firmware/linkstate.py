@@ -26,6 +26,7 @@ except ImportError:  # CPython
 # the layout of S: the same numbers as in linkcore.c
 S_DH = const(8)         # d, a, cos(alpha/2), sin(alpha/2)
 S_IN = const(12)        # K_{i-1} to compose from: quat(4) p(3) v(3) w(3)
+S_K = const(41)         # K_i: quat(4) p(3) v(3) w(3)
 S_COUPLET = const(54)   # gravity couplet: p(3), then the weight's wrench (6)
 S_GOAL = const(63)      # p_app(3), f(6)
 S_GAIN = const(72)      # k_proxy, k_assert, k_local, k_joint_limit
@@ -72,6 +73,11 @@ def joint_state(S, ints):
     """The values of a JOINT_STATE that linkcore.rx took (SimHAL.on_joint_state's)."""
     return (ints[0], S[S_JOINT], S[S_JOINT + 1], ints[1], S[S_JOINT + 2], S[S_JOINT + 3], S[S_JOINT + 4],
             S[S_JOINT + 5], S[S_JOINT + 6], S[S_JOINT + 7])
+
+
+def packet(S, tick):
+    """The KINEMATIC values of K_i in S (a copy to the host: not in the hot path)."""
+    return (tick,) + tuple(S[S_K + j] for j in range(13))
 
 
 def put(S, at, values, start=0, end=None):

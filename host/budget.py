@@ -12,7 +12,9 @@ the host also sends GOAL into the tip (the return line's other direction), and t
 goal waves stop where they meet (firmware/node.py ChainNode).
 Nodes forward passing frames after `fwd_us` and answer their own after `k_us`
 (K_{i-1} -> K_i) or `goal_us` (GOAL -> TORQUE); the host turns K_N into the goal in
-`host_us`. docs/design.md §6: the whole chain must fit inside one control period."""
+`host_us`. With `kinematic_copies` = k (the kinematic bus's time redundancy) every
+KINEMATIC frame goes out k times back to back; a node composes on the first copy, the
+others only take line time. docs/design.md §6: the whole chain must fit inside one control period."""
 import heapq
 import math
 
@@ -57,10 +59,10 @@ PLANTS = {
 }                                                              # TORQUE frames are telemetry
 
 
-def cycle_frames(n, plant="bus"):
+def cycle_frames(n, plant="bus", kinematic_copies=1):
     """(mtype, count) on the bus per cycle (STATUS every 12 cycles, amortised)."""
     js, tq, _ = PLANTS[plant]
-    out = [(m.SYNC, 1), (m.KINEMATIC, n + 1), (m.GOAL, 1), (m.STATUS, n / 12.0)]
+    out = [(m.SYNC, 1), (m.KINEMATIC, (n + 1) * kinematic_copies), (m.GOAL, 1), (m.STATUS, n / 12.0)]
     if tq:
         out.append((m.TORQUE, n))
     if js:
@@ -80,7 +82,7 @@ class _Line:
         return self.free
 
 
-def simulate(n, bus, plant="bus", compute=None, topology="ring"):
+def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
     kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
     c = dict(DEFAULT_COMPUTE)
@@ -98,6 +100,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
     ret = _Line()                            # ring: the tip's down port -> the host
     ret_in = _Line()                         # ring: the host -> the tip's down port (GOAL)
     got_goal = set()
+    got_k = set()                            # nodes that composed K_i (on the first copy)
     down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
     up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
 
@@ -140,7 +143,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
 
     js, tq, _ = PLANTS[plant]
     frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if js else []
-    frames += [(m.SYNC, m.BROADCAST), (m.KINEMATIC, 1)]
+    frames += [(m.SYNC, m.BROADCAST)] + [(m.KINEMATIC, 1)] * kinematic_copies
     for f in frames:
         emit(0.0, 0, f)
     torques = 0
@@ -153,7 +156,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
                 continue              # the other wave was here first
             got_goal.add(node)
         if node == 0:
-            if mt == m.KINEMATIC:
+            if mt == m.KINEMATIC and t_kn is None:
                 t_kn = t
                 emit(t + c["host_us"] * us, 0, (m.GOAL, m.BROADCAST))
             elif mt == m.TORQUE and plant == "bus":
@@ -164,8 +167,10 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
         if chain and dst != node:     # passing by (cut-through: forwarded first)
             emit(t + fwd_us * us, node, frame)
         if dst == node or dst == m.BROADCAST:
-            if mt == m.KINEMATIC:
-                emit(t + k_us * us, node, (m.KINEMATIC, node + 1 if node < n else m.HOST))
+            if mt == m.KINEMATIC and node not in got_k:
+                got_k.add(node)
+                for _ in range(kinematic_copies):
+                    emit(t + k_us * us, node, (m.KINEMATIC, node + 1 if node < n else m.HOST))
             elif mt == m.GOAL:
                 acted = t + goal_us * us
                 if tq:
@@ -174,7 +179,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring"):
                     done = acted + (w * us if plant == "wire" else 0.0)
                     t_end = done if t_end is None else max(t_end, done)
     lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret, ret_in]
-    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant))
+    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant, kinematic_copies))
     busiest = max(ln.busy for ln in lines)
     return {"bus": kind, "links": n, "topology": topology if chain else None, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
@@ -197,11 +202,12 @@ def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
     return rows
 
 
-def report(n, bus, rate, plant="bus", compute=None, topology="ring"):
-    r = simulate(n, bus, plant, compute, topology)
+def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+    r = simulate(n, bus, plant, compute, topology, kinematic_copies)
     period = 1.0 / rate
-    lines = ["%d links on %s%s, plant %r: the cycle ends when %s" % (
-                 n, bus, " (%s)" % topology if r["topology"] else "", plant, PLANTS[plant][2]),
+    lines = ["%d links on %s%s, plant %r%s: the cycle ends when %s" % (
+                 n, bus, " (%s)" % topology if r["topology"] else "", plant,
+                 ", %d copies of each K_i" % kinematic_copies if kinematic_copies > 1 else "", PLANTS[plant][2]),
              "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
              "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
              "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),

@@ -230,7 +230,8 @@ def cmd_budget(a):
             import json
             with open(a.results) as f:
                 compute = hop_compute.board_compute(json.load(f), a.board)
-        print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology))
+        print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology,
+                            kinematic_copies=a.kinematic_copies))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
         return 2
@@ -353,6 +354,8 @@ def main(argv=None):
                    help="per-hop compute of this board from make mcu-bench's instruction counts "
                         "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
     g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
+    g.add_argument("--kinematic-copies", type=int, default=1, choices=(1, 2, 3),
+                   help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     try:

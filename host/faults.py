@@ -36,8 +36,10 @@ def _timing(f, reports, events, gp):
              and not e["text"].startswith("process exited")]   # the runner's bookkeeping, not a detection
     about.sort(key=lambda e: e["t"])
     detect = about[0] if about else None
-    # bridged: a neighbour composes over the link (its neighbour_silent / _disagrees report)
-    bridge = next((e for e in about if "neighbour_" in e["text"] and e["link"] != f.link), None)
+    # bridged: a neighbour composes over the link (its neighbour_silent / _disagrees report),
+    # or, for the tip, the host does
+    bridge = next((e for e in about if ("neighbour_" in e["text"] and e["link"] != f.link)
+                   or e["text"] == "bridged by the host"), None)
     back = next((e for e in events if f.link is not None and e["link"] == f.link and e["text"] == "re-admitted"
                  and e["t"] >= t0), None)
     reaction = sorted({_reaction(e["text"]) for e in about})
@@ -55,6 +57,8 @@ def _reaction(text):
         return m.group(1)
     if text.startswith("dropped"):
         return "dropped by host"
+    if text == "bridged by the host":
+        return "bridged by host"
     if text.startswith("link") and "disagrees" in text:
         return "braked by host"
     if text.startswith("host:"):
@@ -185,7 +189,9 @@ def cost_table():
            "On a UART chain or ring a node passes each K frame on to its overhearing neighbours: with",
            "depth d every K frame (66 bytes with COBS) crosses d more wires, d x 66 bytes per link",
            "per cycle. A bridged (dead) neighbour sends nothing, so bridging costs the bridge's",
-           "compositions only.", "",
+           "compositions only. With two copies of every kinematic packet (`[bus] kinematic_copies`)",
+           "every K frame crosses every medium twice ((N + 1) x 64 more logical bytes a cycle) and",
+           "the agent decodes each second copy only to drop it by its tick.", "",
            "| case | us per cycle | vs none | frames in | bytes in |", "|---|---|---|---|---|"]
     for f in rows:   # COST <name words> us <us> frames <n> bytes <b>
         name = " ".join(f[1:-6])
@@ -226,14 +232,18 @@ NOTES = """## What each reaction means
   this, as a loss of power or heartbeat does on a real joint).
 - The bridge assumes the braked joint holds the predicted angle; its error is the joint's
   acceleration over the few ticks before the brake engaged.
-- The tip (link N) is not bridged: the host would need the same redundant kinematics.
+- The tip (link N) has no distal neighbour: the host bridges it. While link N is out of the
+  team, link N-1 also sends its K to the host, which composes K_N over joint N locked at the
+  angle its last K_N and that K_{N-1} imply (`link10-dies`). In processes mode the host drops
+  a tip whose process is gone in the tick it dies (NODE_OUT ahead of that tick's SYNC); on a
+  UART ring the frames link N-1 sends the host must pass the dead tip, and that run still ends.
 - On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
   dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
   may die (the run then ends with "no torque from links ..."; the host itself never fails on
   the broken wire). On a ring the frames reach the far side the other way round: the node
   before the dead one sends up what it sent down, the host puts frames for links into the
   tip's end, and the nodes beyond take them from down. CAN (a shared medium) needs nothing
-  of that. Either way the tip is the one link nobody bridges.
+  of that.
 - Processes mode emulates no bus faults (frame loss, corruption, latency run in-process:
   the node-to-node wires do not pass through the host), and a killed process stays dead.
 - Lockstep processes mode has no plant time inside a tick: a node whose torque has not come

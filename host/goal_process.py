@@ -14,7 +14,7 @@ TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
 
 from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
-from firmware import behaviours
+from firmware import behaviours, kinematic_bus, neighbours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
@@ -31,6 +31,7 @@ class GoalProcess:
         self.traj = None
         base = sc.arm["base"]
         self.base_packet = tuple(base["quat"]) + tuple(base["pos"]) + (0.0,) * 6
+        self.copies = getattr(sc, "kinematic_copies", 1)   # K_0 sent this many times
         self.tick = -1
         self.t = 0.0
         self.t_prev = None
@@ -70,6 +71,11 @@ class GoalProcess:
         self.arbitration = [behaviours.weights(c["behaviours"]) + (float(c["u_sat"]),)
                             for c in getattr(sc, "agent_configs", None) or ()]
         self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
+        # the tip has no distal neighbour to bridge it: while link N is out of the team, link
+        # N-1 also sends its K to the host, which composes K_N over joint N held by its brake
+        tip = sc.links[-1]
+        self.tip_dh = (kinematic_bus.joint_type(tip["type"]), (tip["theta"], tip["d"], tip["a"], tip["alpha"]))
+        self.q_tip = None     # joint N's lock angle while it is bridged
 
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
@@ -77,7 +83,8 @@ class GoalProcess:
         return f
 
     def begin(self, tick, t):
-        """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1."""
+        """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1 (`copies`
+        identical frames: the kinematic bus's time redundancy)."""
         self.tick, self.t = tick, t
         self.asserts = []
         self.closed = False
@@ -85,8 +92,8 @@ class GoalProcess:
         self.n_got = 0
         self.ee = None
         out, self.pending = self.pending, []
-        return out + [self.frame(m.SYNC, m.BROADCAST, (tick,)),
-                      self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)]
+        return out + [self.frame(m.SYNC, m.BROADCAST, (tick,))] + [
+            self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)] * self.copies
 
     def ping(self):
         """PING to every node: each answers STATUS (after the last tick: link health)."""
@@ -107,6 +114,8 @@ class GoalProcess:
             return
         if not self.closed:
             return   # no goal went out: no torque was due
+        if not self.got.any():
+            return   # nobody answered: the goal was lost on the bus (the first ticks: no last goal)
         for i in range(self.n):
             self.silent[i] = 0 if self.got[i] else self.silent[i] + 1
             if self.member[i] and self.silent[i] >= self.drop_after:
@@ -125,6 +134,7 @@ class GoalProcess:
         """A torque from a dropped link: re-admitted after `readmit` RUN ticks in a row."""
         self.heard[i] = self.heard[i] + 1 if state == RUN else 0
         if self.heard[i] >= self.readmit:
+            self.q_tip = None
             self.member[i] = True
             self.n_team += 1
             self.events.append((self.t, i + 1, "re-admitted"))
@@ -155,8 +165,13 @@ class GoalProcess:
                         if self.member[i]:
                             self.n_got += 1
             return []
-        if mtype == m.KINEMATIC and src == self.n and v[0] == self.tick and not self.closed:
-            self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+        if mtype == m.KINEMATIC and v[0] == self.tick and not self.closed:
+            if src == self.n and self.member[src - 1]:
+                self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
+            elif src == self.n - 1 and not self.member[src] and self.ee_last is not None:
+                self.ee = self.ee_last = self.bridge_tip(v)
+            else:
+                return []
             self.t_ee = self.t
             return self.close_cycle()
         if mtype == m.ASSERT and v[0] == self.tick:
@@ -198,6 +213,26 @@ class GoalProcess:
             return []
         self.events.append((self.t, link, "host: link %d torque off by %.4g from its components" % (link, off)))
         return self.brake_out(link, "torque disagrees with its components")
+
+    def tip_gone(self):
+        """The tip's process is known gone (processes mode): nobody would bridge this tick's
+        K_N, so drop it now; -> NODE_OUT, to go ahead of the tick's SYNC."""
+        if self.n < 2 or self.n - 1 not in self.dead or not self.member[self.n - 1]:
+            return []
+        self.drop(self.n, "process exited")
+        out, self.pending = self.pending, []
+        return out
+
+    def bridge_tip(self, k):
+        """K_N from K_{N-1} = k with joint N locked (qd = 0) at the angle its last K_N and
+        the first K_{N-1} after it left the team imply (firmware/neighbours.py)."""
+        jt, dh = self.tip_dh
+        if self.q_tip is None:
+            self.events.append((self.t, self.n, "bridged by the host"))
+            quat, p, v, w = self.ee_last
+            k_n = (k[0],) + tuple(quat) + tuple(p) + tuple(v) + tuple(w)
+            self.q_tip = neighbours.joint_from_packets(jt, dh, k, k_n)[0]
+        return neighbours.compose_link(jt, dh, self.q_tip, 0.0, k[1:5], k[5:8], k[8:11], k[11:14])
 
     def close_stale(self):
         """No K_N this tick (lost on the bus): the goal from the last one, so the agents

@@ -46,6 +46,10 @@ class Scenario:
         self.obstacles = raw["obstacle"]
         self.faults = raw["fault"]
         self.driver_timeout_ticks = rob["driver_timeout_ticks"]
+        self.kinematic_copies = raw["bus"]["kinematic_copies"]
+        if self.kinematic_copies > 1:
+            for cfg in self.agent_configs:
+                cfg["kinematic_copies"] = self.kinematic_copies
         for i, cfg in enumerate(self.agent_configs):
             self._neighbours(i, cfg)
         self._injections()

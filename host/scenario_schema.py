@@ -73,7 +73,8 @@ FAULT = {"kind": F("str", choices=tuple(fault_kinds.KINDS)), "link": F("int", No
          "rate": F("float", None, 0.0, 1.0), "ber": F("float", None, 0.0, 1.0),
          "delay_ms": F("float", None, 0.0), "jitter_ms": F("float", None, 0.0),
          "sigma": F("float", None, 0.0), "sigma_qd": F("float", None, 0.0), "amplitude": F("float", None),
-         "gain": F("float", None, 0.0), "offset": F("float", None), "target": F("str", None, choices=("kinematic", "torque"))}
+         "gain": F("float", None, 0.0), "offset": F("float", None), "target": F("str", None, choices=("kinematic", "torque")),
+         "seed": F("int", None, 0)}
 SCHEMA = {
     "name": F("str"), "description": F("str", ""),
     "simulation": {"duration": F("float", REQUIRED, 0.0), "control_rate_hz": F("float", 120.0, 1.0, 1000.0),
@@ -103,6 +104,10 @@ SCHEMA = {
                        "use": F("bool", True), "m_max": F("float", 1000.0, 0.0),
                        "every": F("int", 4, 1, 1000)},   # identified ticks: every k-th
     "behaviours": BEHAVIOURS,
+    # the kinematic bus's time redundancy (thesis 7.6.1 "redundant communication"): every
+    # K_i (K_0 from the host too) goes out this many times back to back; receivers take
+    # the first copy of a tick and drop the rest (firmware/agent.py LinkAgent.compose)
+    "bus": {"kinematic_copies": F("int", 1, 1, 3)},
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),

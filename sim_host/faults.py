@@ -18,7 +18,8 @@ the bus. Deterministic: every random draw comes from one generator seeded per fa
 
 A fault is active from `start` to `end` (s; no end: for good); with `period` and `duty`
 it is active for the first duty * period of every period (intermittent). Bus faults take
-`link` = the wire into that link (0: the host's own port), none: every wire.
+`link` = the wire into that link (0: the host's own port), none: every wire. `seed` (any
+kind, default 0) picks another draw of the fault's random generator.
 """
 import math
 
@@ -71,7 +72,8 @@ class Fault:
         self.spec = spec
         self.schedule = Schedule(spec.get("start") or 0.0, spec.get("end"), spec.get("period"), spec.get("duty"))
         self.params = {k: (spec.get(k) if spec.get(k) is not None else v) for k, v in KINDS[self.kind][1].items()}
-        self.rng = np.random.default_rng([seed, index])
+        own = spec.get("seed")
+        self.rng = np.random.default_rng([seed if own is None else own, index])
 
     def active(self, t):
         return self.schedule.active(t)

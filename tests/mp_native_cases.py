@@ -1,8 +1,9 @@
 # Random agent cycles for the native core's oracle test, runnable under MicroPython and
 # CPython alike (the repository root on sys.path): CASES link agents of random joint
 # type, DH, gains, gravity and limits, each fed two ticks of JOINT_STATE, SYNC, a
-# corrupted K_{i-1}, K_{i-1} (a random pose and twist), random assertions and a GOAL (now
-# and then holding a NaN); prints every frame the agents send, in hex, and the torques'
+# corrupted K_{i-1}, K_{i-1} (a random pose and twist; sent twice by every third link, lost
+# by link 1 in the second tick, which bridges it; the tip out for link N-1), random
+# assertions and a GOAL (now and then holding a NaN); prints every frame the agents send, in hex, and the torques'
 # bits. tests/test_native.py compares the unix port with the native module linkcore
 # against CPython's pure Python; tests/test_mcu.py compares, on an emulated board, the
 # frozen pure Python with linkcore. A generator of integers (the same numbers
@@ -47,6 +48,8 @@ def config(r, link):
         beh["gravity"] = {"g": list(r.vec(3, -10, 10))}
     if r.unit() < 0.7:
         beh["centering"] = {"weight": r.span(0.1, 1), "kq": r.span(1, 50), "kw": r.span(0.1, 10)}
+    if link % 3 == 0:
+        cfg["kinematic_copies"] = 2   # time redundancy: K_i twice
     return cfg
 
 
@@ -94,8 +97,14 @@ def run(seed=12345):
             bad = bytearray(frames[2])   # K_{i-1} with a bit flipped first: counted, dropped
             bad[7 + case % 50] ^= 4
             frames.insert(2, bad)
+            if tick == 6 and link == N - 1:   # the tip is out: K_{N-1} goes to the host too
+                frames.insert(2, m.encode(m.COMMAND, m.HOST, m.BROADCAST, 3, (m.CMD_NODE_OUT, float(N))))
+            lost = tick == 6 and link == 1   # K_0 lost: link 1 bridges over the last one
             for f in frames:
-                agent.receive(f)
+                if not (lost and f[0] == m.KINEMATIC):
+                    agent.receive(f)
+                if lost and f[0] == m.ASSERT:
+                    agent.on_quiet(False)
             print("U %d %s %s %s bad %d" % (case, _bits(agent.u), _bits(agent.components[0]),
                                             _bits(agent.components[1]), agent.decoder.bad))
     print("CORES %d of %d" % (cores, CASES))

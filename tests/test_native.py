@@ -55,7 +55,7 @@ def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
     frames = [x[6:8] for x in want if x.startswith("FRAME ")]
     # every hot frame linkcore writes: K_i, the gravity couplet, the torque (none where
     # the goal held a NaN); and the corrupted frames, counted as bad
-    assert frames.count("03") == 200 and frames.count("06") >= 190 and frames.count("05") >= 50
+    assert frames.count("03") >= 250 and frames.count("06") >= 190 and frames.count("05") >= 50
     assert want[-2].endswith(" bad 2")
     assert got[:-1] == want[:-1]
 

@@ -345,6 +345,7 @@ def _with_dead_nodes(loop, cluster, exchange, crashes):
             for i in dead - loop.gp.dead:
                 loop.gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
             loop.gp.dead = dead
+            frames = loop.gp.tip_gone() + frames
         return exchange(frames, k, deadline)
     return tick
 
