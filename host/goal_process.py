@@ -114,7 +114,7 @@ class GoalProcess:
             return
         if not self.closed:
             return   # no goal went out: no torque was due
-        if not self.got.any():
+        if not any(self.got):
             return   # nobody answered: the goal was lost on the bus (the first ticks: no last goal)
         for i in range(self.n):
             self.silent[i] = 0 if self.got[i] else self.silent[i] + 1

@@ -138,7 +138,7 @@ def test_a_tick_nobody_answers_drops_nobody(tmp_path):
     gp = GoalProcess(sc)
     for k in range(3):
         tick(gp, k, [])
-    assert gp.member.all() and gp.events == []
+    assert all(gp.member) and gp.events == []
     for k in range(3, 5):
         tick(gp, k, range(1, sc.n))
     assert [e[1:] for e in gp.events] == [(sc.n, "dropped: silent for 2 ticks")]
