@@ -34,6 +34,34 @@ static void *buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char 
     return view->buf;
 }
 
+// S and a frame buffer of `need` bytes (both released with release2 after), or NULL
+static real *state_and_frame(PyObject *const *args, int at, Py_ssize_t need, Py_buffer *sb,
+    Py_buffer *tb, uint8_t **tx) {
+    real *S = buffer(args[0], sb, SLOTS * sizeof(real), "state array");
+    if (S == NULL) {
+        return NULL;
+    }
+    *tx = buffer(args[at], tb, need, "frame buffer");
+    if (*tx == NULL) {
+        PyBuffer_Release(sb);
+        return NULL;
+    }
+    return S;
+}
+
+static void release2(Py_buffer *a, Py_buffer *b) {
+    PyBuffer_Release(a);
+    PyBuffer_Release(b);
+}
+
+// out[j] = args[at + j] as C longs, j < n; 0 with the exception set on a wrong type
+static int longs(PyObject *const *args, int at, int n, long *out) {
+    for (int j = 0; j < n; j++) {
+        out[j] = PyLong_AsLong(args[at + j]);
+    }
+    return !PyErr_Occurred();
+}
+
 static int args_ok(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
     if (nargs != want) {
         PyErr_Format(PyExc_TypeError, "linkcore.%s takes %zd arguments (%zd given)", name, want, nargs);
@@ -123,38 +151,28 @@ static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     int revolute = PyObject_IsTrue(args[1]);
-    long tick = PyLong_AsLong(args[2]);
-    long link = PyLong_AsLong(args[3]);
-    long dst = PyLong_AsLong(args[4]);
-    long seq = PyLong_AsLong(args[5]);
-    if (revolute < 0 || PyErr_Occurred()) {
+    long a[4];   // tick, link, dst, seq
+    if (revolute < 0 || !longs(args, 2, 4, a)) {
         return NULL;
     }
     Py_buffer sb, tb, ab;
-    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    uint8_t *tx, *ta = NULL;
+    real *S = state_and_frame(args, 6, 64, &sb, &tb, &tx);
     if (S == NULL) {
         return NULL;
     }
-    uint8_t *tx = buffer(args[6], &tb, 64, "frame buffer");
-    if (tx == NULL) {
-        PyBuffer_Release(&sb);
-        return NULL;
-    }
-    uint8_t *ta = NULL;
     if (args[7] != Py_None) {
         ta = buffer(args[7], &ab, 50, "frame buffer");
         if (ta == NULL) {
-            PyBuffer_Release(&tb);
-            PyBuffer_Release(&sb);
+            release2(&sb, &tb);
             return NULL;
         }
     }
-    kinematic_tx(S, revolute, tick, link, dst, seq, tx, ta);
+    kinematic_tx(S, revolute, a[0], a[1], a[2], a[3], tx, ta);
     if (ta != NULL) {
         PyBuffer_Release(&ab);
     }
-    PyBuffer_Release(&tb);
-    PyBuffer_Release(&sb);
+    release2(&sb, &tb);
     Py_RETURN_NONE;
 }
 
@@ -169,11 +187,8 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     long n_assert = PyLong_AsLong(args[3]);
     real q = PyFloat_AsDouble(args[4]);
     real qd = PyFloat_AsDouble(args[5]);
-    long tick = PyLong_AsLong(args[7]);
-    long link = PyLong_AsLong(args[8]);
-    long seq = PyLong_AsLong(args[9]);
-    long state = PyLong_AsLong(args[10]);
-    if (revolute < 0 || goal < 0 || PyErr_Occurred()) {
+    long a[4];   // tick, link, seq, state
+    if (revolute < 0 || goal < 0 || !longs(args, 7, 4, a)) {
         return NULL;
     }
     if (n_assert < 0 || n_assert > MAX_ASSERT) {
@@ -181,18 +196,13 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     Py_buffer sb, tb;
-    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    uint8_t *tx;
+    real *S = state_and_frame(args, 6, 41, &sb, &tb, &tx);
     if (S == NULL) {
         return NULL;
     }
-    uint8_t *tx = buffer(args[6], &tb, 41, "frame buffer");
-    if (tx == NULL) {
-        PyBuffer_Release(&sb);
-        return NULL;
-    }
-    bool finite = torque_tx(S, revolute, goal, n_assert, q, qd, tx, tick, link, seq, state);
-    PyBuffer_Release(&tb);
-    PyBuffer_Release(&sb);
+    bool finite = torque_tx(S, revolute, goal, n_assert, q, qd, tx, a[0], a[1], a[2], a[3]);
+    release2(&sb, &tb);
     return PyBool_FromLong(finite);
 }
 
