@@ -10,7 +10,8 @@ import os
 import sys
 import sysconfig
 
-NATIVE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "firmware", "native")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NATIVE_SRC = os.path.join(ROOT, "firmware", "native")
 SOURCES = ("linkcore_cpython.c", "linkcore_core.h")
 # the float operations exactly as written (no fused multiply-add: every operation rounded,
 # as CPython rounds it); never -ffast-math
@@ -35,7 +36,7 @@ def build(build_temp=None):
     ext = Extension("linkcore", [srcs[0]], depends=srcs[1:], extra_compile_args=CFLAGS)
     cmd = build_ext(Distribution({"name": "linkcore", "ext_modules": [ext]}))
     cmd.build_lib = os.path.dirname(out)
-    cmd.build_temp = build_temp or os.path.join(os.path.dirname(NATIVE_SRC), "..", "build", "cpython")
+    cmd.build_temp = build_temp or os.path.join(ROOT, "build", "cpython")
     cmd.force = True
     cmd.ensure_finalized()
     cmd.run()
