@@ -10,7 +10,9 @@ STAMP  := $(VENV)/.installed
 MICROPY_SRC ?= ../shared/micropython-src/micropython-v1.28.0-qemu-src.tar.gz
 export MICROPY_SRC := $(abspath $(MICROPY_SRC))
 
+# then linkcore for CPython (host/linkcore_ext.py): the in-process agents' C core where it builds
 setup: $(STAMP)
+	@$(PY) -m host.linkcore_ext
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "linkteam needs Python >= 3.11 (set PYTHON=python3.11)")'

@@ -29,38 +29,55 @@ def bare_mujoco(sc):
     return sc.duration / (time.perf_counter() - t0), sc.duration / (time.process_time() - c0)
 
 
-def inprocess(sc, tmp):
-    summary, _ = run_scenario(sc, tmp, quiet=True, make_plots=False)
+def inprocess(sc, tmp, core):
+    """The in-process reference run, its agents on linkcore for CPython (`core`, the module)
+    or pure Python (None) -> (realtime factor, the same in CPU time, e_rms_m)"""
+    from firmware import linkstate
+    saved, linkstate.linkcore = linkstate.linkcore, core   # agents take it when configured
+    try:
+        summary, _ = run_scenario(sc, tmp, quiet=True, make_plots=False)
+    finally:
+        linkstate.linkcore = saved
     return summary["realtime_factor"], summary["sim_seconds"] / summary["cpu_seconds"], summary["e_rms_m"]
 
 
 def main(repeats=5):
     import tempfile
+    from firmware import linkstate
+    from host.linkcore_ext import note
     sc = load(ROOT / "scenarios" / "reference.toml")
-    bare, full, bare_cpu, full_cpu, err = [], [], [], [], None
+    core = linkstate.linkcore
+    bare, full, bare_cpu, full_cpu, pure, err = [], [], [], [], [], None
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             rf, rf_cpu = bare_mujoco(sc)
             bare.append(rf)
             bare_cpu.append(rf_cpu)
-            rf, rf_cpu, err = inprocess(sc, Path(tmp) / "ref")
+            rf, rf_cpu, err = inprocess(sc, Path(tmp) / "ref", core)
             full.append(rf)
             full_cpu.append(rf_cpu)
+            if core is not None:   # the pure-Python agents beside it, for the comparison
+                pure.append(inprocess(sc, Path(tmp) / "pure", None)[0])
     b, f = statistics.median(bare), statistics.median(full)
     ratios = sorted(x / y for x, y in zip(bare, full))   # each repeat's pair ran back to back
     cpu_ratio = statistics.median(bare_cpu) / statistics.median(full_cpu)
     print("reference run, %d links, %.0f s simulated, %d repeats (medians; loadavg %.1f)"
           % (sc.n, sc.duration, repeats, os.getloadavg()[0]))
+    print("  " + note())
     print("  bare MuJoCo loop          realtime_factor %8.1f" % b)
     print("  in-process agents+bus     realtime_factor %8.1f   (e_rms_m %.17g)" % (f, err))
     print("  overhead ratio bare/inprocess             %8.2f   (per repeat %s)"
           % (b / f, ", ".join("%.2f" % r for r in ratios)))
     print("  the same in CPU time (process_time)       %8.2f   (what other jobs on the machine move least)"
           % cpu_ratio)
-    save({"overhead_vs_bare_mujoco": round(b / f, 3), "overhead_vs_bare_mujoco_cpu": round(cpu_ratio, 3),
+    if pure:
+        print("  pure-Python agents: overhead ratio        %8.2f" % (b / statistics.median(pure)))
+    save({"overhead_agents": "python" if core is None else "linkcore",
+          "overhead_vs_bare_mujoco_pure_python": round(b / statistics.median(pure), 3) if pure else None,
+          "overhead_vs_bare_mujoco": round(b / f, 3), "overhead_vs_bare_mujoco_cpu": round(cpu_ratio, 3),
           "overhead_runs": {"bare_realtime_factor": bare, "inprocess_realtime_factor": full,
                             "bare_cpu_realtime_factor": bare_cpu, "inprocess_cpu_realtime_factor": full_cpu,
-                            "loadavg_1min": os.getloadavg()[0]}})
+                            "inprocess_pure_python_realtime_factor": pure, "loadavg_1min": os.getloadavg()[0]}})
     for extra in EXTRA:
         extra()
 

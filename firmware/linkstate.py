@@ -2,10 +2,13 @@
 # the per-cycle float work (A_i(q), K_{i-1} -> K_i, the global-proxy share, arbitration
 # and saturation) and the hot frames (KINEMATIC and GOAL in, KINEMATIC, gravity ASSERT
 # and TORQUE out) on one float array S, so a cycle makes no Python floats for them.
-# Used when `import linkcore` works (a board with linkcore.mpy on its path) and the
-# link's config is one it covers; otherwise the agent runs the pure-Python firmware,
-# which is also the oracle it is tested against (tests/test_native.py, tests/test_mcu.py).
-# CPython never has it: desktop runs stay pure Python.
+# Used when `import linkcore` works (a board with linkcore.mpy on its path; CPython with
+# the same core built as an extension module by `make setup`, firmware/native/
+# linkcore_cpython.c) and the link's config is one it covers; otherwise the agent runs
+# the pure-Python firmware, which is also the oracle it is tested against
+# (tests/test_native.py, test_mcu.py, test_linkcore_cpython.py). A test forces the pure
+# Python by setting `linkcore` here to None before it configures agents (CPython: or by
+# LINKTEAM_PURE_PYTHON=1 for a whole process).
 from array import array
 from math import cos, sin
 

@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_ROOT = os.path.join(ROOT, "build", "mcu")
-NATIVE_SRC = os.path.join(ROOT, "firmware", "native")   # linkcore.c and its Makefile
+NATIVE_SRC = os.path.join(ROOT, "firmware", "native")   # linkcore.c, its core and Makefile
 BOARDS_DIR = os.path.join(ROOT, "benchmarks", "mcu", "boards")
 
 # build name -> (board directory, QEMU machine, mpy-cross architecture)
@@ -208,7 +208,7 @@ def native_module(arch):
     tree = source_tree()
     out = os.path.join(ROOT, "build", "native", arch)
     os.makedirs(out, exist_ok=True)
-    for f in ("linkcore.c", "Makefile"):
+    for f in ("linkcore.c", "linkcore_core.h", "Makefile"):
         with open(os.path.join(NATIVE_SRC, f)) as fh:
             _write_if_changed(os.path.join(out, f), fh.read())
     log = os.path.join(out, "build.log")

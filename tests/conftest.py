@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 import subprocess
@@ -46,13 +47,32 @@ def run_micropython(code, stdin=None, timeout=120):
     return r.stdout
 
 
+# a CPython process's environment for the pure-Python firmware (the oracle): linkcore for
+# CPython (firmware/native/linkcore_cpython.c) refuses to import under it
+PURE_PYTHON_ENV = dict(os.environ, LINKTEAM_PURE_PYTHON="1")
+
+
+@contextlib.contextmanager
+def pure_python():
+    """Agents configured inside run the pure-Python firmware even where linkcore for
+    CPython is installed (an agent takes firmware.linkstate.linkcore when configured)."""
+    from firmware import linkstate
+    saved = linkstate.linkcore
+    linkstate.linkcore = None
+    try:
+        yield
+    finally:
+        linkstate.linkcore = saved
+
+
 def run_both(script, stdin=None, timeout=300):
-    """A tests/mp_*.py script under MicroPython and CPython, the repo root on sys.path:
-    (micropython stdout, cpython stdout)."""
+    """A tests/mp_*.py script under MicroPython and CPython (pure Python), the repo root on
+    sys.path: (micropython stdout, cpython stdout)."""
     code = (REPO / "tests" / script).read_text()
     mp = run_micropython(code, stdin=stdin, timeout=timeout)
     r = subprocess.run([sys.executable, "-c", "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)],
-                       input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+                       input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO),
+                       env=PURE_PYTHON_ENV)
     assert r.returncode == 0, r.stderr[-3000:]
     return mp, r.stdout
 

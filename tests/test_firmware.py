@@ -13,7 +13,7 @@ from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 from tests import mp_agent_cycle as cyc
-from tests.conftest import REPO, run_micropython
+from tests.conftest import REPO, pure_python, run_micropython
 from tests.dh_reference import fk, jacobian_fd, rotvec_jacobian_fd
 
 
@@ -67,7 +67,7 @@ def test_agent_cycle_identical_under_micropython_and_cpython():
     import io
     import contextlib
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
+    with contextlib.redirect_stdout(buf), pure_python():
         cyc.run()
     assert out_mp.splitlines() == buf.getvalue().splitlines()
     assert sum(1 for line in out_mp.splitlines() if line.startswith("FRAME")) >= 3 * cyc.N

@@ -13,7 +13,7 @@ from bus_protocol import messages as m
 from host import mcu
 from tests import mp_agent_cycle as cyc
 from tests import mp_framing_cases, mp_node_stream
-from tests.conftest import REPO, run_micropython
+from tests.conftest import REPO, pure_python, run_micropython
 
 _LACK = mcu.missing()
 pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
@@ -48,7 +48,8 @@ def _stdout(fn):
 
 
 def _cpython():
-    return _stdout(cyc.run)
+    with pure_python():   # the oracle
+        return _stdout(cyc.run)
 
 
 def _values(frame):

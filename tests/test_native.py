@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from host import mcu
-from tests.conftest import REPO, missing, run_micropython
+from tests.conftest import PURE_PYTHON_ENV, REPO, missing, run_micropython
 
 _LACK = mcu.native_missing("x64") + [r for r in [missing("micropython")] if r]
 pytestmark = pytest.mark.skipif(bool(_LACK), reason="linkcore for x64 needs: " + "; ".join(_LACK))
@@ -28,7 +28,8 @@ def linkcore_dir():
 
 def _cpython(script):
     code = "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), (REPO / "tests" / script).read_text())
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=300,
+                       env=PURE_PYTHON_ENV)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout.splitlines()
 

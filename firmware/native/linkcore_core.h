@@ -1,0 +1,400 @@
+// linkcore's core: a link agent's per-cycle floating-point work and its hot frames in C,
+// with no interpreter in it. Two glue files include it: linkcore.c (MicroPython's native
+// .mpy module, for the boards and the unix port) and linkcore_cpython.c (a CPython
+// extension module, for the desktop's in-process agents). Each defines, before including
+// this file, `real` (its interpreter's float: float32 on the boards, double elsewhere),
+// R(x) (a constant of that type) and, after it, root() (x ** 0.5 as its Python does it).
+// The pure-Python firmware stays the portable fallback and the oracle: every function
+// here performs the same float operations in the same order, so the results are
+// bit-identical where the float width is the same (compiled with -ffp-contract=off: no
+// fused multiply-add; never -ffast-math).
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+static real root(real x);
+
+// ---- layout of S (firmware/linkstate.py holds the same numbers) ----
+#define S_ROT 0        // rot(A_i(q)), quaternion w x y z, in frame i-1
+#define S_TRANS 4      // trans(A_i(q))
+#define S_QD 7         // joint speed of this tick
+#define S_DH 8         // d, a, cos(alpha/2), sin(alpha/2)
+#define S_IN 12        // K_{i-1} as received: quat(4) p(3) v(3) w(3)
+#define S_PREV 25      // K_{i-1} composed from: quat(4) p(3) = p_{i-1} v(3) w(3)
+#define S_Z 38         // joint axis z_i (world)
+#define S_K 41         // K_i: quat(4) p(3) v(3) w(3)
+#define S_COUPLET 54   // the gravity couplet: p(3) then f(6) (force, zero moment)
+#define S_GOAL 63      // the goal of this tick: p_app(3), f(6)
+#define S_GAIN 72      // k_proxy, k_assert, k_local, k_joint_limit
+#define S_PD 76        // q_c, kq, kw
+#define S_JL 79        // q_low, q_high, eta, rho0
+#define S_USAT 83
+#define S_CENTROID 84  // the link's centroid in its own frame
+#define S_C 87         // torque components: proxy, assertions, local_pd, joint_limit, brake, other
+#define S_U 93         // the torque after arbitration and saturation
+#define S_ASSERT 94    // MAX_ASSERT couplets of this tick: p(3), f(6)
+#define MAX_ASSERT 16
+#define S_JOINT (S_ASSERT + 9 * MAX_ASSERT)   // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
+#define SLOTS (S_JOINT + 8)
+
+// ---- frames (bus_protocol/messages.py, SPEC.md) ----
+#define T_SYNC 1
+#define T_JOINT_STATE 2
+#define T_KINEMATIC 3
+#define T_GOAL 4
+#define T_ASSERT 5
+#define T_TORQUE 6
+#define BROADCAST 255
+#define KIND_GRAVITY 2
+#define HEADER 6
+
+// CRC-16/CCITT-FALSE a nibble at a time: a 32-byte table (a natmod's constants are
+// loaded into RAM with its code) for ~12 instructions a byte
+static const uint16_t crc_nibble[16] = {
+    0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
+    0x8108, 0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef,
+};
+
+static unsigned crc16(const uint8_t *p, size_t n) {
+    unsigned c = 0xffff;
+    for (size_t i = 0; i < n; i++) {
+        c = ((c << 4) & 0xffff) ^ crc_nibble[(c >> 12) ^ (p[i] >> 4)];
+        c = ((c << 4) & 0xffff) ^ crc_nibble[(c >> 12) ^ (p[i] & 15)];
+    }
+    return c;
+}
+
+typedef union {
+    float f;
+    uint32_t u;
+} f32;
+
+static uint32_t get_u32(const uint8_t *p) {
+    return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static void put_u32(uint8_t *p, uint32_t v) {
+    p[0] = v;
+    p[1] = v >> 8;
+    p[2] = v >> 16;
+    p[3] = v >> 24;
+}
+
+// a usable number, as safety.finite: |x| < 1e30 and not NaN
+static bool usable(real x) {
+    return R(-1e30) < x && x < R(1e30);
+}
+
+// n float32 little-endian from the frame into dst (exact: float32 -> MicroPython's
+// float); false if one is not usable (the agent drops such a frame and latches F_NAN)
+static bool get_floats(real *dst, const uint8_t *p, int n) {
+    for (int i = 0; i < n; i++) {
+        f32 x;
+        x.u = get_u32(p + 4 * i);
+        if (!usable(x.f)) {
+            return false;
+        }
+        dst[i] = x.f;
+    }
+    return true;
+}
+
+static uint8_t *put_floats(uint8_t *p, const real *src, int n) {
+    for (int i = 0; i < n; i++) {
+        f32 x;
+        x.f = (float)src[i];   // round to nearest, as struct.pack('f')
+        put_u32(p, x.u);
+        p += 4;
+    }
+    return p;
+}
+
+// header (type, src, dst, seq, len) before and the CRC after a payload ending at `end`
+static int seal(uint8_t *buf, int type, int src, int dst, int seq, uint8_t *end) {
+    int len = end - buf - HEADER;
+    buf[0] = type;
+    buf[1] = src;
+    buf[2] = dst;
+    buf[3] = seq;
+    buf[4] = seq >> 8;
+    buf[5] = len;
+    unsigned c = crc16(buf, HEADER + len);
+    end[0] = c;
+    end[1] = c >> 8;
+    return HEADER + len + 2;
+}
+
+// ---- the kinematic bus (kinematic_bus.py, docs/design.md §2, 5.172-5.176) ----
+
+// A_i(q) = Rz(theta) Tz(d) Tx(a) Rx(alpha) from the trigonometry of theta (+q, revolute)
+// the caller took: ct, st of theta/2, c, s of theta (kinematic_bus.dh_local)
+static void dh_local(real *S, bool revolute, real ct, real st, real c, real s, real q) {
+    real d = S[S_DH], a = S[S_DH + 1], ca = S[S_DH + 2], sa = S[S_DH + 3];
+    if (!revolute) {
+        d = d + q;
+    }
+    S[S_ROT] = ct * ca;
+    S[S_ROT + 1] = ct * sa;
+    S[S_ROT + 2] = st * sa;
+    S[S_ROT + 3] = st * ca;
+    S[S_TRANS] = a * c;
+    S[S_TRANS + 1] = a * s;
+    S[S_TRANS + 2] = d;
+}
+
+
+// K_i from K_{i-1} (S_IN) and A_i(q): kinematic_bus.compose, expression for expression
+static void compose(real *S, bool revolute) {
+    for (int j = 0; j < 13; j++) {
+        S[S_PREV + j] = S[S_IN + j];
+    }
+    const real *k0 = S + S_PREV;
+    real aw = k0[0], ax = k0[1], ay = k0[2], az = k0[3];
+    real bw = S[S_ROT], bx = S[S_ROT + 1], by = S[S_ROT + 2], bz = S[S_ROT + 3];
+    real *z = S + S_Z;
+    z[0] = R(2.0) * (ax * az + aw * ay);
+    z[1] = R(2.0) * (ay * az - aw * ax);
+    z[2] = R(1.0) - R(2.0) * (ax * ax + ay * ay);
+    real qw = aw * bw - ax * bx - ay * by - az * bz;   // quat0 * rot (A.2)
+    real qx = aw * bx + ax * bw + ay * bz - az * by;
+    real qy = aw * by - ax * bz + ay * bw + az * bx;
+    real qz = aw * bz + ax * by - ay * bx + az * bw;
+    real s = root(qw * qw + qx * qx + qy * qy + qz * qz);
+    real *k = S + S_K;
+    if (s == R(0.0)) {
+        k[0] = R(1.0);
+        k[1] = k[2] = k[3] = R(0.0);
+    } else {
+        k[0] = qw / s;
+        k[1] = qx / s;
+        k[2] = qy / s;
+        k[3] = qz / s;
+    }
+    real vx = S[S_TRANS], vy = S[S_TRANS + 1], vz = S[S_TRANS + 2];   // r = R(quat0) trans
+    real tx = ay * vz - az * vy;
+    real ty = az * vx - ax * vz;
+    real tz = ax * vy - ay * vx;
+    tx = R(2.0) * tx;
+    ty = R(2.0) * ty;
+    tz = R(2.0) * tz;
+    real rx = vx + aw * tx + (ay * tz - az * ty);
+    real ry = vy + aw * ty + (az * tx - ax * tz);
+    real rz = vz + aw * tz + (ax * ty - ay * tx);
+    k[4] = k0[4] + rx;
+    k[5] = k0[5] + ry;
+    k[6] = k0[6] + rz;
+    real qd = S[S_QD];
+    real *v = k + 7, *w = k + 10;
+    const real *v0 = k0 + 7, *w0 = k0 + 10;
+    if (revolute) {
+        w[0] = w0[0] + z[0] * qd;
+        w[1] = w0[1] + z[1] * qd;
+        w[2] = w0[2] + z[2] * qd;
+        v[0] = v0[0];
+        v[1] = v0[1];
+        v[2] = v0[2];
+    } else {
+        w[0] = w0[0];
+        w[1] = w0[1];
+        w[2] = w0[2];
+        v[0] = v0[0] + z[0] * qd;
+        v[1] = v0[1] + z[1] * qd;
+        v[2] = v0[2] + z[2] * qd;
+    }
+    real wx = w[0], wy = w[1], wz = w[2];   // v += w x r
+    v[0] = v[0] + (wy * rz - wz * ry);
+    v[1] = v[1] + (wz * rx - wx * rz);
+    v[2] = v[2] + (wx * ry - wy * rx);
+}
+
+// the gravity couplet's point: p + R(quat) centroid (agent._to_world, vec.qrot)
+static void couplet(real *S) {
+    const real *q = S + S_K, *p = S + S_K + 4, *x = S + S_CENTROID;
+    real w = q[0], ux = q[1], uy = q[2], uz = q[3];
+    real tx = uy * x[2] - uz * x[1];   // t = 2 (u x v)
+    real ty = uz * x[0] - ux * x[2];
+    real tz = ux * x[1] - uy * x[0];
+    tx = R(2.0) * tx;
+    ty = R(2.0) * ty;
+    tz = R(2.0) * tz;
+    real cx = uy * tz - uz * ty;       // c = u x t
+    real cy = uz * tx - ux * tz;
+    real cz = ux * ty - uy * tx;
+    real *o = S + S_COUPLET;
+    o[0] = p[0] + (x[0] + w * tx + cx);
+    o[1] = p[1] + (x[1] + w * ty + cy);
+    o[2] = p[2] + (x[2] + w * tz + cz);
+}
+
+// ---- torque (global_proxy.py, behaviours.py, agent.actuate; docs/design.md §3, §5) ----
+
+// u_i = [(z x (p_app - p_{i-1}))^T, z^T] f (revolute), [z^T, 0] f (prismatic)  (4.128, 4.141)
+static real share(const real *S, bool revolute, const real *pf) {
+    const real *z = S + S_Z, *f = pf + 3;
+    if (revolute) {
+        const real *pp = S + S_PREV + 4;
+        real rx = pf[0] - pp[0];
+        real ry = pf[1] - pp[1];
+        real rz = pf[2] - pp[2];
+        return (z[1] * rz - z[2] * ry) * f[0] + (z[2] * rx - z[0] * rz) * f[1]
+               + (z[0] * ry - z[1] * rx) * f[2] + z[0] * f[3] + z[1] * f[4] + z[2] * f[5];
+    }
+    return z[0] * f[0] + z[1] * f[1] + z[2] * f[2];
+}
+
+// continuous joint-limit repulsion (7.254), behaviours.joint_limit
+static real joint_limit(real q, const real *jl) {
+    real q_low = jl[0], q_high = jl[1], eta = jl[2], rho0 = jl[3];
+    real u = R(0.0);
+    real rho = q_high - q;
+    if (rho < rho0) {
+        rho = rho > R(1e-3) ? rho : R(1e-3);
+        u = u - eta * (R(1.0) / rho - R(1.0) / rho0) / (rho * rho);
+    }
+    rho = q - q_low;
+    if (rho < rho0) {
+        rho = rho > R(1e-3) ? rho : R(1e-3);
+        u = u + eta * (R(1.0) / rho - R(1.0) / rho0) / (rho * rho);
+    }
+    return u;
+}
+
+// the behaviours' torques, linear arbitration u = sum k_j u_j (5.177), saturation (6.216);
+// false if u is not usable (then u = 0)
+static bool torque(real *S, bool revolute, bool goal, int n_assert, real q, real qd) {
+    real *c = S + S_C, *k = S + S_GAIN;
+    for (int j = 0; j < 6; j++) {
+        c[j] = R(0.0);
+    }
+    if (k[0] != R(0.0) && goal) {
+        c[0] = share(S, revolute, S + S_GOAL);
+    }
+    real s = R(0.0);
+    for (int j = 0; j < n_assert; j++) {
+        s = s + share(S, revolute, S + S_ASSERT + 9 * j);
+    }
+    c[1] = s;
+    if (k[2] != R(0.0)) {   // behaviours.pd (7.274)
+        c[2] = S[S_PD + 1] * (S[S_PD] - q) - S[S_PD + 2] * qd;
+    }
+    if (k[3] != R(0.0)) {
+        c[3] = joint_limit(q, S + S_JL);
+    }
+    real u = k[0] * c[0] + k[1] * c[1] + k[2] * c[2] + k[3] * c[3] + c[4];
+    real u_sat = S[S_USAT];
+    if (u > u_sat) {
+        u = u_sat;
+    } else if (u < -u_sat) {
+        u = -u_sat;
+    }
+    bool ok = usable(u);   // never a NaN torque, whatever went wrong above
+    S[S_U] = ok ? u : R(0.0);
+    return ok;
+}
+
+// ---- the frames in and out (the glues' rx, kinematic, torque) ----
+
+// A received frame of n bytes checked as messages.Decoder checks it (length, CRC, type,
+// layout): its type if it is one linkcore takes for this agent, else 0:
+//   SYNC (broadcast or to `link`), JOINT_STATE to `link`, KINEMATIC to `link` of this
+//   `tick`, GOAL (broadcast) of this `tick`.
+static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
+    if (n < 8 || f[5] + 8u != n) {
+        return 0;
+    }
+    int t = f[0], dst = f[2];
+    const uint8_t *pay = f + HEADER;
+    bool mine;   // the right size, and this agent's to act on
+    switch (t) {
+        case T_SYNC:
+            mine = n == 12 && (dst == BROADCAST || dst == link);
+            break;
+        case T_JOINT_STATE:
+            mine = n == 45 && dst == link;
+            break;
+        case T_KINEMATIC:
+            mine = n == 64 && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            break;
+        case T_GOAL:
+            mine = n == 49 && dst == BROADCAST && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            break;
+        default:
+            mine = false;
+    }
+    if (!mine) {
+        return 0;
+    }
+    unsigned c = crc16(f, n - 2);
+    if (f[n - 2] != (c & 0xff) || f[n - 1] != (c >> 8)) {
+        return 0;
+    }
+    return t;
+}
+
+// The payload of a frame rx_check passed as type t, into S (and ints, for SYNC and
+// JOINT_STATE: the tick, then the flags); false if a float is not usable (nothing taken)
+//   JOINT_STATE: q, qd, p_psh, x_r into S_JOINT;  KINEMATIC: K_{i-1} into S_IN;
+//   GOAL: p_app and f into S_GOAL.
+static bool rx_take(int t, const uint8_t *pay, real *S, uint32_t *ints) {
+    real tmp[13];
+    switch (t) {
+        case T_KINEMATIC:   // tick, quat, p, v, w
+            if (!get_floats(tmp, pay + 4, 13)) {
+                return false;
+            }
+            for (int j = 0; j < 13; j++) {
+                S[S_IN + j] = tmp[j];
+            }
+            break;
+        case T_GOAL:        // tick, goal_id, p_app(3), f(6)
+            if (!get_floats(tmp, pay + 5, 9)) {
+                return false;
+            }
+            for (int j = 0; j < 9; j++) {
+                S[S_GOAL + j] = tmp[j];
+            }
+            break;
+        default:            // SYNC: tick; JOINT_STATE: tick, q, qd, flags, p_psh(3), x_r(3)
+            if (t == T_JOINT_STATE) {
+                if (!get_floats(tmp, pay + 4, 2) || !get_floats(tmp + 2, pay + 13, 6)) {
+                    return false;
+                }
+                for (int j = 0; j < 8; j++) {
+                    S[S_JOINT + j] = tmp[j];
+                }
+                ints[1] = pay[12];
+            }
+            ints[0] = get_u32(pay);
+    }
+    return true;
+}
+
+// K_i from S_IN into S_K, encoded as the KINEMATIC frame (64 bytes) to `dst` in tx with
+// sequence number seq + 1 if ta is not NULL, which gets the link's gravity ASSERT couplet
+// (50 bytes, sequence seq, to the host) that leaves before it; else K_i goes with seq.
+static void kinematic_tx(real *S, bool revolute, uint32_t tick, int link, int dst, int seq,
+    uint8_t *tx, uint8_t *ta) {
+    compose(S, revolute);
+    if (ta != NULL) {
+        couplet(S);
+        put_u32(ta + HEADER, tick);
+        ta[HEADER + 4] = link;
+        ta[HEADER + 5] = KIND_GRAVITY;
+        seal(ta, T_ASSERT, link, 0, seq, put_floats(ta + HEADER + 6, S + S_COUPLET, 9));
+        seq = seq + 1;
+    }
+    put_u32(tx + HEADER, tick);
+    seal(tx, T_KINEMATIC, link, dst, seq, put_floats(tx + HEADER + 4, S + S_K, 13));
+}
+
+// The torque (components into S_C, u into S_U) and its TORQUE frame (41 bytes, to the
+// host) in tx, reporting `state`; false if u was not usable (then u = 0)
+static bool torque_tx(real *S, bool revolute, bool goal, int n_assert, real q, real qd,
+    uint8_t *tx, uint32_t tick, int link, int seq, int state) {
+    bool finite = torque(S, revolute, goal, n_assert, q, qd);
+    put_u32(tx + HEADER, tick);
+    uint8_t *p = put_floats(tx + HEADER + 4, S + S_U, 1);
+    *p++ = state;
+    seal(tx, T_TORQUE, link, 0, seq, put_floats(p, S + S_C, 6));
+    return finite;
+}

@@ -1,0 +1,236 @@
+// linkcore for CPython: the same core (linkcore_core.h) as the boards' native .mpy
+// (linkcore.c), as a CPython extension module with the same functions, so that the
+// desktop's in-process agents (firmware/agent.py under CPython) run their hot frames and
+// float work in C too. In double, as CPython's float: their frames are byte-identical to
+// the pure-Python firmware's (tests/test_linkcore_cpython.py). Built by `make setup`
+// (host/linkcore_ext.py) with -ffp-contract=off; without it the agents run pure Python.
+// LINKTEAM_PURE_PYTHON=1 in the environment makes `import linkcore` fail, so a process
+// runs the pure-Python firmware (its oracle) while the module stays installed.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+typedef double real;
+#define R(x) (x)
+
+#include "linkcore_core.h"
+
+// x ** 0.5 as CPython computes it (float_pow: the C library's pow for a finite x >= 0,
+// which is not always the correctly rounded sqrt)
+static real root(real x) {
+    return pow(x, 0.5);
+}
+
+// a writable buffer of at least `need` bytes, held in *view (PyBuffer_Release after)
+static void *buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (view->len < need) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "linkcore: %s too short", what);
+        return NULL;
+    }
+    return view->buf;
+}
+
+// S and a frame buffer of `need` bytes (both released with release2 after), or NULL
+static real *state_and_frame(PyObject *const *args, int at, Py_ssize_t need, Py_buffer *sb,
+    Py_buffer *tb, uint8_t **tx) {
+    real *S = buffer(args[0], sb, SLOTS * sizeof(real), "state array");
+    if (S == NULL) {
+        return NULL;
+    }
+    *tx = buffer(args[at], tb, need, "frame buffer");
+    if (*tx == NULL) {
+        PyBuffer_Release(sb);
+        return NULL;
+    }
+    return S;
+}
+
+static void release2(Py_buffer *a, Py_buffer *b) {
+    PyBuffer_Release(a);
+    PyBuffer_Release(b);
+}
+
+// out[j] = args[at + j] as C longs, j < n; 0 with the exception set on a wrong type
+static int longs(PyObject *const *args, int at, int n, long *out) {
+    for (int j = 0; j < n; j++) {
+        out[j] = PyLong_AsLong(args[at + j]);
+    }
+    return !PyErr_Occurred();
+}
+
+static int args_ok(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "linkcore.%s takes %zd arguments (%zd given)", name, want, nargs);
+        return 0;
+    }
+    return 1;
+}
+
+
+// rx(frame, n, S, tick, link, ints) -> the type of a hot frame taken into S, or 0
+// (linkcore.c's rx)
+static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 6, "rx")) {
+        return NULL;
+    }
+    Py_buffer fb;
+    if (PyObject_GetBuffer(args[0], &fb, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = args[1] == Py_None ? fb.len : PyLong_AsSsize_t(args[1]);
+    long tick = PyLong_AsLong(args[3]);
+    long link = PyLong_AsLong(args[4]);
+    int t = 0;
+    if (PyErr_Occurred()) {
+        PyBuffer_Release(&fb);
+        return NULL;
+    }
+    if (n <= fb.len && n >= 0) {
+        t = rx_check(fb.buf, n, tick, link);
+    }
+    if (t != 0) {
+        Py_buffer sb, ib = {0};
+        real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
+        uint32_t *ints = NULL;
+        if (S == NULL) {
+            PyBuffer_Release(&fb);
+            return NULL;
+        }
+        if (t == T_SYNC || t == T_JOINT_STATE) {
+            ints = buffer(args[5], &ib, 2 * sizeof(uint32_t), "ints");
+            if (ints == NULL) {
+                PyBuffer_Release(&sb);
+                PyBuffer_Release(&fb);
+                return NULL;
+            }
+        }
+        if (!rx_take(t, (const uint8_t *)fb.buf + HEADER, S, ints)) {
+            t = 0;
+        }
+        if (ints != NULL) {
+            PyBuffer_Release(&ib);
+        }
+        PyBuffer_Release(&sb);
+    }
+    PyBuffer_Release(&fb);
+    return PyLong_FromLong(t);
+}
+
+// a_i(S, revolute, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; qd into S_QD
+static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 8, "a_i")) {
+        return NULL;
+    }
+    int revolute = PyObject_IsTrue(args[1]);
+    real v[6];
+    for (int j = 0; j < 6; j++) {
+        v[j] = PyFloat_AsDouble(args[2 + j]);
+    }
+    if (revolute < 0 || PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer sb;
+    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    if (S == NULL) {
+        return NULL;
+    }
+    dh_local(S, revolute, v[0], v[1], v[2], v[3], v[4]);
+    S[S_QD] = v[5];
+    PyBuffer_Release(&sb);
+    Py_RETURN_NONE;
+}
+
+// kinematic(S, revolute, tick, link, dst, seq, tx, tx_assert): K_i and its frame in tx
+// (64 bytes), the gravity couplet's first in tx_assert (50 bytes) unless it is None
+static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 8, "kinematic")) {
+        return NULL;
+    }
+    int revolute = PyObject_IsTrue(args[1]);
+    long a[4];   // tick, link, dst, seq
+    if (revolute < 0 || !longs(args, 2, 4, a)) {
+        return NULL;
+    }
+    Py_buffer sb, tb, ab;
+    uint8_t *tx, *ta = NULL;
+    real *S = state_and_frame(args, 6, 64, &sb, &tb, &tx);
+    if (S == NULL) {
+        return NULL;
+    }
+    if (args[7] != Py_None) {
+        ta = buffer(args[7], &ab, 50, "frame buffer");
+        if (ta == NULL) {
+            release2(&sb, &tb);
+            return NULL;
+        }
+    }
+    kinematic_tx(S, revolute, a[0], a[1], a[2], a[3], tx, ta);
+    if (ta != NULL) {
+        PyBuffer_Release(&ab);
+    }
+    release2(&sb, &tb);
+    Py_RETURN_NONE;
+}
+
+// torque(S, revolute, goal, n_assert, q, qd, tx, tick, link, seq, state) -> finite:
+// the components into S_C, u into S_U, and the TORQUE frame (41 bytes) in tx
+static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 11, "torque")) {
+        return NULL;
+    }
+    int revolute = PyObject_IsTrue(args[1]);
+    int goal = PyObject_IsTrue(args[2]);
+    long n_assert = PyLong_AsLong(args[3]);
+    real q = PyFloat_AsDouble(args[4]);
+    real qd = PyFloat_AsDouble(args[5]);
+    long a[4];   // tick, link, seq, state
+    if (revolute < 0 || goal < 0 || !longs(args, 7, 4, a)) {
+        return NULL;
+    }
+    if (n_assert < 0 || n_assert > MAX_ASSERT) {
+        PyErr_SetString(PyExc_ValueError, "linkcore: n_assert out of range");
+        return NULL;
+    }
+    Py_buffer sb, tb;
+    uint8_t *tx;
+    real *S = state_and_frame(args, 6, 41, &sb, &tb, &tx);
+    if (S == NULL) {
+        return NULL;
+    }
+    bool finite = torque_tx(S, revolute, goal, n_assert, q, qd, tx, a[0], a[1], a[2], a[3]);
+    release2(&sb, &tb);
+    return PyBool_FromLong(finite);
+}
+
+static PyMethodDef methods[] = {
+    {"rx", (PyCFunction)(void (*)(void))rx, METH_FASTCALL, "a hot frame into S: its type, or 0"},
+    {"a_i", (PyCFunction)(void (*)(void))a_i, METH_FASTCALL, "A_i(q) into S"},
+    {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
+    {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "linkcore", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_linkcore(void) {
+    const char *pure = getenv("LINKTEAM_PURE_PYTHON");
+    if (pure != NULL && pure[0] != '\0' && strcmp(pure, "0") != 0) {
+        PyErr_SetString(PyExc_ImportError, "linkcore: LINKTEAM_PURE_PYTHON is set");
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    // the layout's size and the float width, checked by firmware/linkstate.py
+    if (PyModule_AddIntConstant(m, "SLOTS", SLOTS) < 0
+        || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
