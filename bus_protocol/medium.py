@@ -18,7 +18,8 @@ def receivers(dst, src, n, overhear=0):
     """Addresses (0 = host, 1..N = links) that take a frame from `src` to `dst` on a
     shared medium of the host and N links (CAN, its UDP emulation, the in-process
     loopback): the addressee, or every node but the sender for BROADCAST. With `overhear`
-    = d (the caller passes it for KINEMATIC frames) links dst+1..dst+d take it too: their
+    = d (the caller passes it for KINEMATIC frames) links dst+1..dst+d take it too (dst a
+    link: K_N for the host is nobody's neighbour packet): their
     filters also let their proximal neighbours' packets in (firmware/neighbours.py). A
     node itself takes a frame when dst is its address or BROADCAST; the firmware's
     per-frame paths (ChainNode._pump, LinkAgent.receive) test that inline: a call costs
@@ -27,6 +28,8 @@ def receivers(dst, src, n, overhear=0):
         return [a for a in range(n + 1) if a != src]
     if dst > n:
         return []
+    if dst == m.HOST:   # K_N for the host: no link's neighbour packet
+        overhear = 0
     return [a for a in range(dst, min(n, dst + overhear) + 1) if a != src]
 
 

@@ -44,8 +44,9 @@ class ChainNode:
     gone (its write fails) sends everything up instead; frames for the host or for links
     beyond that come from down are passed up (the long way, through the host, which puts
     them into the tip's end), and on the far side frames for base-ward links that come from
-    down are taken and passed up. With `overhear` = d a KINEMATIC frame also reaches the d
-    links after its destination (their neighbour checks and bridges: firmware/neighbours.py).
+    down are taken and passed up. With `overhear` = d a KINEMATIC frame for a link also
+    reaches the d links after it (their neighbour checks and bridges: firmware/neighbours.py);
+    K_N for the host (address 0) is nobody's neighbour packet and goes on up.
     Frames passing by are forwarded as received (COBS bytes, destination peeked, never
     decoded) and before the agent works on its own (cut-through): a SYNC runs down the
     chain ahead of the kinematic wave, so each agent has sampled its joint and built
@@ -103,7 +104,9 @@ class ChainNode:
         """framing.cut's routing table, from _route: a frame that only passes through
         (not this node's, not broadcast, not overheard, not dropped) is cut through;
         bits 4-5 say where the agent's frames go (send)."""
-        near = self.link - self.overhear if self.overhear else self.link + 1
+        # the links that overhear: never the host (address 0), whose K_N passes link 1
+        # on a plain chain
+        near = max(1, self.link - self.overhear) if self.overhear else self.link + 1
         t = self._cut_tab
         for dst in range(256):
             v = self._route(dst, None, 0, None) << 4
@@ -227,7 +230,7 @@ class ChainNode:
                 elif not self.ring or self._ring_admits(data, a, j, dst, port):
                     # a neighbour's packet (firmware/neighbours.py): taken, and passed on
                     # to the links after it that overhear it too
-                    near = self.overhear and dst <= link and link - dst <= self.overhear \
+                    near = self.overhear and 0 < dst <= link and link - dst <= self.overhear \
                         and framing.cobs_peek(data, a, j, 0) == m.KINEMATIC
                     if near:
                         if link - dst < self.overhear and port is self.up:

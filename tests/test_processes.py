@@ -96,6 +96,22 @@ def test_lockstep_is_synthetic_and_identical_to_inprocess(bus, wire, topology, j
 
 
 @needs("micropython")
+@pytest.mark.parametrize("topology", ["chain", "ring"])
+def test_neighbour_checks_on_a_uart_chain_or_ring_track_as_inprocess(topology, tmp_path):
+    """reference-ft (depth-1 neighbours, K sent twice): on a plain chain the tip's K_N for
+    the host passes link 1, whose proximal neighbour the host is not (address 0): it goes
+    on up, and the run is the in-process run to the last digit. Each node's config and
+    stderr stay in the run directory."""
+    s, out = run_scenario(scenario("reference-ft.toml", seconds=0.25), tmp_path / "p", mode="processes",
+                          quiet=True, make_plots=False, lockstep=True, topology=topology)
+    ref, ref_out = run_scenario(scenario("reference-ft.toml", seconds=0.25), tmp_path / "i",
+                                quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    assert same_run(out, ref_out) == [] and s["e_rms_m"] == ref["e_rms_m"]
+    assert sorted(p.name for p in (out / "processes").glob("link*.log")) == ["link%02d.log" % i for i in range(1, 11)]
+
+
+@needs("micropython")
 @pytest.mark.parametrize("bus,wire", [("uart", "pty"), ("can", "socket")])
 def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
     """Lockstep: no time passes between SYNCs, so a stall must change nothing. The host

@@ -449,10 +449,17 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     if specs and grouping is not None:
         stats.abort("bus faults are emulated by single-link nodes' ports: run them without --grouping")
         return stats
+    # each node's config and stderr (its traceback, the reason it stopped) stay in the run
+    # directory, beside nodes/ (its log requests): an aborted run keeps them too
+    run_dir = loop.gp.services.run_dir
+    workdir = None
+    if run_dir is not None:
+        workdir = run_dir / "processes"
+        workdir.mkdir(exist_ok=True)
     try:
         cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
                           topology=topology, grouping=grouping, bus_faults=specs,
-                          fault_seed=loop.faults.seed).__enter__()
+                          fault_seed=loop.faults.seed, workdir=workdir).__enter__()
         stats.grouping = group_name(cluster.groups)
     except (Aborted, RuntimeError) as e:
         stats.abort(str(e))
