@@ -245,8 +245,9 @@ NOTES = """## What each reaction means
   UART ring the frames link N-1 sends the host must pass the dead tip, and that run still ends.
 - On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
   dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
-  may die (the run then ends with "no torque from links ..."; the host itself never fails on
-  the broken wire). On a ring the frames reach the far side the other way round: the node
+  may die (link N-1 goes on with its down wire hung up; `link10-dies` on the chain: e_rms
+  2.831 mm, as on the ring and CAN). A dead middle node ends a processes run in the tick it
+  dies ("link 5's node is gone ...: links 6..10 are cut off from the host"). On a ring the frames reach the far side the other way round: the node
   before the dead one sends up what it sent down, the host puts frames for links into the
   tip's end, and the nodes beyond take them from down. CAN (a shared medium) needs nothing
   of that.

@@ -226,12 +226,17 @@ def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
 
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
     """On a plain UART chain a dead middle node cuts the nodes beyond it off the host: not
-    survivable, but the host ends the run with a reason instead of dying on a broken pipe."""
+    survivable, but the host ends the run in the tick it dies, saying so, instead of
+    waiting out its patience or dying on a broken pipe. Up to then the chain tracks."""
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = 0.5\n', duration=1.5)
-    s, _ = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", topology="chain", lockstep=True,
-                        quiet=True, make_plots=False)
-    assert s["status"] == "aborted" and "no torque from links" in s["reason"]
-    assert "Error" not in s["reason"]
+    s, out = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", topology="chain", lockstep=True,
+                          quiet=True, make_plots=False)
+    assert s["status"] == "aborted"
+    assert (out / "run.log").read_text().splitlines()[-1] == "status aborted " + s["reason"]
+    assert (out / "processes" / "link05.log").exists()   # each node's stderr, kept
+    assert s["reason"].startswith("link 5's node is gone at t=0.500 s") and "links 6..10 are cut off" in s["reason"]
+    assert 0.5 - 2 / 120.0 < s["sim_seconds"] < 0.5   # every tick before the fault ran
+    assert s["patience"]["expired"] == {}   # ended at once, not after waiting for torques
 
 
 def test_linkteam_faults_writes_the_report(tmp_path):

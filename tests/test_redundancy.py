@@ -105,16 +105,18 @@ def test_budget_counts_every_copy():
         assert two["busiest_line_s"] > one["busiest_line_s"] and two["k_n_s"] >= one["k_n_s"]
 
 
-@pytest.mark.parametrize("mode", ["inprocess", "processes"])
+@pytest.mark.parametrize("mode", ["inprocess", "can", "chain"])
 def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
     """Link N has no distal neighbour: when its node dies, link N-1 also sends its K to the
     host, which composes K_N over joint N held by its brake. Without that bridge the
     host's goal runs on an extrapolated K_N and the arm diverges (in-process), or the
-    host waits for a K_N that never comes (processes mode, CAN, lockstep: the tip's
-    MicroPython process killed with SIGKILL)."""
+    host waits for a K_N that never comes (processes mode, lockstep: the tip's
+    MicroPython process killed with SIGKILL; on a plain UART chain link N-1 goes on with
+    its down wire hung up)."""
     free = run(scenario(tmp_path, duration=3.0), tmp_path, "free")[0]["e_rms_m"]
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 10\nstart = 1.5\n', 3.0)
-    opts = {} if mode == "inprocess" else {"mode": "processes", "bus": "can", "lockstep": True}
+    opts = {} if mode == "inprocess" else {"mode": "processes", "bus": "can" if mode == "can" else "uart",
+                                           "topology": "chain", "lockstep": True}
     s, out = run_scenario(sc, tmp_path / "tip", quiet=True, make_plots=False, **opts)
     assert s["status"] == "ok", s.get("reason")
     assert s["e_rms_m"] <= 1.5 * free

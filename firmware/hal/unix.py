@@ -101,13 +101,17 @@ class UnixBoard:
 
     @property
     def closed(self):
-        """A chain node stops when a wire hangs up (the host is gone); a ring node when both
-        have: with one neighbour dead it still reaches the host the other way round."""
+        """A chain node stops when its up wire hangs up (the host is gone); its down wire
+        hanging up is the next node dying (a dead tip: the host bridges it, this node goes
+        on). A ring node stops when both have: with one neighbour dead it still reaches the
+        host the other way round."""
+        if not getattr(self, "ring", False):
+            return self.ports[0].hup
         n = 0
         for p in self.ports:
             if p.hup:
                 n += 1
-        return n == len(self.ports) if getattr(self, "ring", False) else n > 0
+        return n == len(self.ports)
 
     def wait(self, ms):
         """Block until a port has input, a paced write is due, or ms pass. -> True if input."""

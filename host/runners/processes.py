@@ -406,6 +406,12 @@ def _with_dead_nodes(loop, cluster, exchange, crashes, lockstep):
         if dead != gp.dead:
             for i in dead - gp.dead:
                 gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
+            cut = [i for i in sorted(dead) if i + 1 < len(cluster.procs)]   # not the tip's node
+            if cluster.bus == "uart" and cluster.topology == "chain" and cut:
+                first, last = cluster.groups[cut[0]]
+                raise Aborted("link %d's node is gone at t=%.3f s: a plain UART chain passes nothing through "
+                              "a dead node, so links %d..%d are cut off from the host (on a chain only the "
+                              "tip may die; a ring or CAN survives it)" % (first, loop.t, last + 1, loop.sc.n))
             gp.dead = dead
             frames = gp.tip_gone() + frames
         return exchange(frames, k, deadline)
