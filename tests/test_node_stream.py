@@ -75,3 +75,33 @@ print(B.node_alloc(node, node.agent, one), node.forwarded - f0)
     # passed on every cycle: SYNC and GOAL (broadcast, down), both frames from down (up)
     assert int(forwarded) == 4 * 12
     assert int(alloc) == 0
+
+
+K_N_UP = '''
+from bus_protocol import framing
+from bus_protocol import messages as m
+from firmware.node import ChainNode
+from tests import mp_node_stream as ns
+k_n = framing.uart_frame(m.encode(m.KINEMATIC, 5, m.HOST, 9, (7,) + (0.5,) * 13))
+for link in (1, 2):
+    for overhear in (1, 2):
+        agent = ns.Agent()
+        agent.link = link
+        up, down = ns.Port(), ns.Port([k_n])
+        node = ChainNode(agent, up, down, overhear=overhear)
+        node.poll()
+        print(link, overhear, bytes(up.out) == k_n, len(agent.got), len(down.out))
+'''
+
+
+def test_k_n_for_the_host_passes_the_overhearing_links_of_a_chain():
+    """On a plain chain the tip's K_N goes up through links 1.. to the host (address 0),
+    which is no link's proximal neighbour: a node that overhears (depth 1 or 2) passes it
+    up whole and takes nothing (it kept it, and the host never had a K_N), under CPython
+    and MicroPython alike."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(K_N_UP, {})
+    want = "".join("%d %d True 0 0\n" % (link, d) for link in (1, 2) for d in (1, 2))
+    assert buf.getvalue() == want
+    assert run_micropython(K_N_UP) == want
