@@ -282,8 +282,13 @@ class LinkAgent:
             if v[0] != self.tick:
                 self.on_sync(v[0])
             return
-        if m.KINEMATIC <= mtype <= m.ASSERT and v[0] > self.tick >= 0 and v[0] - self.tick < 8:
-            self.on_sync(v[0])   # this tick's SYNC was lost: sample now
+        if m.KINEMATIC <= mtype <= m.ASSERT and v[0] > self.tick and (
+                v[0] - self.tick < 8 if self.tick >= 0 else mtype == m.KINEMATIC):
+            # this tick's SYNC was lost, or trails the packet: sample now. A node just
+            # reset (a rebooted board) syncs on its first K too: on a shared medium a
+            # neighbour's K can overtake the host's SYNC, and dropped it leaves the
+            # tick without its K_i (kinematic_stale at the goal)
+            self.on_sync(v[0])
         if mtype == m.KINEMATIC:
             self.on_kinematic(v, self.link - dst)
         elif mtype == m.ASSERT:

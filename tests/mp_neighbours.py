@@ -31,14 +31,18 @@ def q_at(tick):
 EVENTS = {4: "lose4", 7: "lose43", 10: "bad4", 11: "bad4", 12: "bad4", 13: "bad4"}
 
 
+def config(copies=1):
+    """Link 5's: depth-2 neighbours (links 4 and 3)."""
+    return {"link": 5, "n_links": N, "dh": {"type": DH[4][0], "theta": DH[4][1], "d": DH[4][2],
+                                            "a": DH[4][3], "alpha": DH[4][4]},
+            "behaviours": {"proxy": {}}, "safety": {"watchdog_cycles": 100},
+            "neighbours": {"dh": [list(DH[3]), list(DH[2])], "period": PERIOD, "tol": 0.01},
+            "kinematic_copies": copies}
+
+
 def run(copies=1, ticks=16):
     out = []
-    cfg = {"link": 5, "n_links": N, "dh": {"type": DH[4][0], "theta": DH[4][1], "d": DH[4][2],
-                                           "a": DH[4][3], "alpha": DH[4][4]},
-           "behaviours": {"proxy": {}}, "safety": {"watchdog_cycles": 100},
-           "neighbours": {"dh": [list(DH[3]), list(DH[2])], "period": PERIOD, "tol": 0.01},
-           "kinematic_copies": copies}
-    agent = LinkAgent(cfg, SimHAL(lambda b, n: out.append(bytes(b[:n]))))
+    agent = LinkAgent(config(copies), SimHAL(lambda b, n: out.append(bytes(b[:n]))))
     dec = m.Decoder()
     links = [(kb.joint_type(d[0]),) + tuple(d[1:]) for d in DH]
     for tick in range(ticks):
