@@ -241,8 +241,8 @@ NOTES = """## What each reaction means
 - The tip (link N) has no distal neighbour: the host bridges it. While link N is out of the
   team, link N-1 also sends its K to the host, which composes K_N over joint N locked at the
   angle its last K_N and that K_{N-1} imply (`link10-dies`). In processes mode the host drops
-  a tip whose process is gone in the tick it dies (NODE_OUT ahead of that tick's SYNC); on a
-  UART ring the frames link N-1 sends the host must pass the dead tip, and that run still ends.
+  a tip whose process is gone in the tick it dies (NODE_OUT ahead of that tick's SYNC); the UART
+  ring and the plain chain survive it too (link N-1 keeps running when its down wire hangs up).
 - On a plain UART chain a dead node cuts every node beyond it off the host (nothing passes a
   dead node's UART): its neighbours cannot bridge what never reaches them, so only the tip
   may die (link N-1 goes on with its down wire hung up; `link10-dies` on the chain: e_rms
