@@ -66,6 +66,11 @@ def _load_support():
     return identification
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
+# lengths of the frames linkcore writes: m.OVERHEAD + m.payload_size(type) (header, payload,
+# CRC: bus_protocol/SPEC.md); const, so MicroPython inlines them (no global load in the
+# hot path); tests/test_firmware.py checks the sums
+K_FRAME = const(64)
+ASSERT_FRAME = const(50)
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -441,11 +446,11 @@ class LinkAgent:
         self.kin_tick = self.tick
         send = self.hal.send
         if txa is not None:
-            send(txa, 50)
+            send(txa, ASSERT_FRAME)
             self._seq = (self._seq + 1) & 0xFFFF
         copies = self.copies
         while copies > 0:
-            send(self._tx, 64)
+            send(self._tx, K_FRAME)
             copies -= 1
         self._seq = (self._seq + 1) & 0xFFFF
         if self.tip_out:   # the host bridges the tip from K_{N-1}

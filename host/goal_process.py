@@ -5,19 +5,19 @@ collects the torques. Runners only move the bytes this produces and consumes."""
 
 import numpy as np
 
-# The host's check of every RUN torque against the arbitration of its own components,
-# u = sat(sum k_j u_j) (5.177, 6.216): TORQUE carries u and the components as float32,
-# so an honest agent's u agrees to float32 rounding (6e-8 of the terms; 1e-6 of them for
-# an agent computing in float32, as a Cortex-M4F does); anything beyond this is a fault.
-TORQUE_TOL_ABS = 1e-3   # N m (N)
-TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
-
 from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
 from firmware import behaviours, kinematic_bus, neighbours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
+
+# The host's check of every RUN torque against the arbitration of its own components,
+# u = sat(sum k_j u_j) (5.177, 6.216): TORQUE carries u and the components as float32,
+# so an honest agent's u agrees to float32 rounding (6e-8 of the terms; 1e-6 of them for
+# an agent computing in float32, as a Cortex-M4F does); anything beyond this is a fault.
+TORQUE_TOL_ABS = 1e-3   # N m (N)
+TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
 
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
 

@@ -26,6 +26,15 @@ def random_chain(rng, n, prismatic=True):
     return links
 
 
+def test_agent_frame_lengths_are_the_wire_formats():
+    """The K and ASSERT frame lengths the agent hands the HAL after linkcore wrote them."""
+    from firmware import agent
+    assert agent.K_FRAME == m.OVERHEAD + m.payload_size(m.KINEMATIC) == len(
+        m.encode(m.KINEMATIC, 1, 2, 0, (0,) + (0.0,) * 13))
+    assert agent.ASSERT_FRAME == m.OVERHEAD + m.payload_size(m.ASSERT) == len(
+        m.encode(m.ASSERT, 1, 0, 0, (0, 1, m.KIND_GRAVITY) + (0.0,) * 9))
+
+
 def test_kinematic_bus_10_links_micropython_matches_numpy_fk():
     rng = random.Random(3)
     cases = []
