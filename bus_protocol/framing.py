@@ -53,6 +53,13 @@ def cobs_decode_into(data, i, j, out):
     return o
 
 
+def cobs_decode_span(data, span, out, cap):
+    """cobs_decode_into(data, span & 0xFFFF, span >> 16, out), cap = len(out): the node's
+    form, one assembly call on ARM boards (thumb.py; the wrapper's len() and span cost
+    ~2k instructions a frame on a Cortex-M4F, make mcu-bench)."""
+    return cobs_decode_into(data, span & 0xFFFF, span >> 16, out)
+
+
 def cobs_peek(data, i, j, k):
     """Byte k of the frame COBS-encoded in data[i:j], without decoding it; -1 if the
     frame is shorter or malformed. A node routes by it (cut-through forwarding)."""
@@ -187,8 +194,8 @@ def cut(data, blk, span):
 
 
 try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
-    from bus_protocol.thumb import (cobs_decode_into, cobs_encode_into, cobs_peek, cut,  # noqa: F811
-                                    find0, put, split_into)
+    from bus_protocol.thumb import (cobs_decode_into, cobs_decode_span, cobs_encode_into,  # noqa: F811
+                                    cobs_peek, cut, find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
         from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811

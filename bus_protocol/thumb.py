@@ -351,7 +351,7 @@ def cobs_encode_into(r0, r1, r2):
 
 
 @micropython.asm_thumb
-def _cobs_decode(r0, r1, r2, r3):
+def cobs_decode_span(r0, r1, r2, r3):
     # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> framing.cobs_decode_into
     lsr(r5, r1, 16)      # noqa: F821
     lsl(r4, r1, 16)      # noqa: F821
@@ -403,4 +403,4 @@ def _cobs_decode(r0, r1, r2, r3):
 
 
 def cobs_decode_into(data, i, j, out):
-    return _cobs_decode(data, i | (j << 16), out, len(out))
+    return cobs_decode_span(data, i | (j << 16), out, len(out))

@@ -20,15 +20,18 @@ class LogQueue:
         self._n = 0
         self.dropped = 0     # requests lost to a full queue, in all
         self._unsaid = 0     # ... not yet reported to the host
+        self.waiting = 0     # requests queued + 1 while a drop is unsaid: pump() has work
 
     def put(self, text):
         q = self._q
         if self._n == len(q):
             self.dropped += 1
             self._unsaid += 1
+            self.waiting = self._n + 1
             return False
         q[(self._head + self._n) % len(q)] = text
         self._n += 1
+        self.waiting = self._n + (self._unsaid > 0)
         return True
 
     def pump(self, agent):
@@ -43,6 +46,7 @@ class LogQueue:
             self._n -= 1
         else:
             return False
+        self.waiting = self._n + (self._unsaid > 0)
         agent.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
         return True
 
@@ -55,7 +59,7 @@ class FinishLog:
         self._us = [NOT_FINISHED] * TIMING_SLOTS
         self._clock = [0] * TIMING_SLOTS
         self._tick = [-1] * TIMING_SLOTS   # the cycle each slot holds
-        self._slot = (link + TIMING_SLOTS // 2) % TIMING_SLOTS   # away from the STATUS slot
+        self.slot = (link + TIMING_SLOTS // 2) % TIMING_SLOTS   # away from the STATUS slot
 
     def record(self, tick, cycle_us, t_finish):
         i = tick % TIMING_SLOTS
@@ -66,7 +70,7 @@ class FinishLog:
     def pump(self, agent, tick):
         """At the node's slot: a TIMING frame for ticks tick-11..tick (a cycle it did not
         act in: NOT_FINISHED)."""
-        if tick % TIMING_SLOTS != self._slot or tick < TIMING_SLOTS - 1:
+        if tick % TIMING_SLOTS != self.slot or tick < TIMING_SLOTS - 1:
             return False
         base = tick - TIMING_SLOTS + 1
         us, clock, held = self._us, self._clock, self._tick

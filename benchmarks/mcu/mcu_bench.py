@@ -65,6 +65,10 @@ def measure(name):
     # [module, bytes] in import order: each figure is what no module before it held
     out["ram_mpy_by_module_bytes"] = [[ln[len("RAM module "):].rsplit(":", 1)[0], int(ln.rsplit(":", 1)[1])]
                                       for ln in mods.splitlines() if ln.startswith("RAM module ")]
+    # the phases split into the node's share and the agent's (benchmarks/mp_hop_split.py)
+    split = mcu.run(name, elf, native + "import mp_hop_split\nmp_hop_split.run()")
+    out["split"] = {ln.split()[1] + " " + ln.split()[2]: int(round(float(ln.split()[3]) * 1000))
+                    for ln in split.splitlines() if ln.startswith("SPLIT ")}
     python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
     out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     return out
@@ -91,6 +95,9 @@ def table(res):
     rows.append("RAM after init as .mpy, by module (bytes)")
     for mod, _ in res[names[0]].get("ram_mpy_by_module_bytes", []):
         row("  " + mod, lambda r, mod=mod: dict(r.get("ram_mpy_by_module_bytes", [])).get(mod, -1))
+    rows.append("split (instructions): the node alone (the agent taking nothing), the agent alone")
+    for key in sorted(res[names[0]].get("split", {})):
+        row("  " + key, lambda r, key=key: r.get("split", {}).get(key, -1))
     rows.append("without linkcore (the frozen pure Python):")
     for p in ("sync", "k_hop", "goal_hop", "cycle"):
         row("  " + p, lambda r, p=p: r["python"][p])
