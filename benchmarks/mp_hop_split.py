@@ -5,6 +5,7 @@
 #                            node's read, cut-through, COBS decode and hand-over
 #   SPLIT agent <frame> us   the agent's receive() alone, fed the decoded frames (its sends
 #                            go nowhere): js, sync, k, goal
+#   SPLIT ring  <phase> us   the node alone, the same link on a UART ring
 #   SPLIT send  k us         node.send() of one K frame: COBS encode, queue, write
 import gc
 
@@ -60,7 +61,19 @@ def run(cycles=40):
         for name, src in zip(("sync", "k_hop", "goal_hop"), pre[k % nc.TICKS][:3]):
             up.feed(src)
             timed("node " + name, poll, None, None)
+    # the same link's node on a UART ring: its broadcasts (SYNC, GOAL) go through _pump
+    # (the goal waves), its own frames through cut as on a chain
+    ring = ChainNode(agent, nc.Port(), nc.Port(), ring=True)
+
+    def ring_poll(_a, _b):
+        ring.poll()
+    for k in range(cycles):
+        gc.collect()
+        for name, src in zip(("sync", "k_hop", "goal_hop"), pre[k % nc.TICKS][:3]):
+            ring.up.feed(src)
+            timed("ring " + name, ring_poll, None, None)
     del agent.receive           # the class's method again
+    agent.hal.send = node.send  # (the ring node took it over)
     send = agent.hal.send
     agent.hal.send = nothing    # the agent alone
     for k in range(4 * cycles):

@@ -33,29 +33,34 @@ def cobs_encode_into(data, n: int, out) -> int:
 
 
 @micropython.viper
-def cobs_decode_into(data, i: int, j: int, out) -> int:
+def cobs_decode_at(data, i: int, j: int, out, o: int, cap: int) -> int:
     s = ptr8(data)     # noqa: F821
     d = ptr8(out)      # noqa: F821
-    cap = int(len(out))
-    o = 0
+    start = o
+    end_o = o + cap
     while i < j:
         code = s[i]
         if code == 0:
             return -1
         i += 1
         end = i + code - 1
-        if end > j or o + end - i > cap:
+        if end > j or o + end - i > end_o:
             return -1
         while i < end:
             d[o] = s[i]
             o += 1
             i += 1
         if code < 0xFF and i < j:
-            if o >= cap:
+            if o >= end_o:
                 return -1
             d[o] = 0
             o += 1
-    return o
+    return o - start
+
+
+@micropython.viper
+def cobs_decode_into(data, i: int, j: int, out) -> int:
+    return int(cobs_decode_at(data, i, j, out, 0, int(len(out))))
 
 
 @micropython.viper

@@ -31,26 +31,32 @@ def cobs_encode_into(data, n, out):
 def cobs_decode_into(data, i, j, out):
     """COBS-decode data[i:j] (no delimiter) into the bytearray `out`; returns the
     length, or -1 if malformed or longer than `out`. Allocates nothing."""
-    o = 0
-    cap = len(out)
+    return cobs_decode_at(data, i, j, out, 0, len(out))
+
+
+def cobs_decode_at(data, i, j, out, o, cap):
+    """COBS-decode data[i:j] into out[o:o + cap] (framing.cut's pool, without a slice);
+    returns the length, or -1 if malformed or longer than cap."""
+    end_o = o + cap
+    start = o
     while i < j:
         code = data[i]
         if code == 0:
             return -1
         i += 1
         end = i + code - 1
-        if end > j or o + end - i > cap:
+        if end > j or o + end - i > end_o:
             return -1
         while i < end:
             out[o] = data[i]
             o += 1
             i += 1
         if code < 0xFF and i < j:
-            if o >= cap:
+            if o >= end_o:
                 return -1
             out[o] = 0
             o += 1
-    return o
+    return o - start
 
 
 def cobs_decode_span(data, span, out, cap):
@@ -132,37 +138,53 @@ def put(out, o, data, span):
 # besides the read itself (each buffer argument of an asm_thumb call costs ~100
 # instructions on a Cortex-M4F):
 #   [0:4] frames passed on by cut (uint32 LE)  [4] bytes queued up  [5] bytes queued down
-#   [6:8] frames passed on by this call        [8:20] scratch
+#   [6:8] frames handled by this call          [8:20] scratch
 #   [BLK_TX:+TX] the up port's transmit buffer, then the down port's
 #   [BLK_TAB:+256] the routing table: dst -> where a frame for it from up goes (bits 0-1)
-#       and from down (bits 2-3): 1 pass up, 2 pass down, 0 the node looks at it (bits
-#       4-5: the node's own use)
+#       and from down (bits 2-3): 1 pass up, 2 pass down, 0 not passed on; bit 6 (from
+#       up) and bit 7 (from down): the node's own, decoded into the pool; a frame with
+#       neither is left to the node (_pump: broadcast on a ring, overheard); bits 4-5:
+#       the node's own use
 #   [BLK_TAB+256], [BLK_TAB+257] set: a run without its delimiter carried over from the
 #       last read from up, from down
+#   [BLK_NMINE] frames in the pool  [BLK_NMINE+1] frames for the node that were not valid
+#       COBS (or longer than POOL_FRAME), not yet counted by the node
+#   [BLK_MINE_N:+POOL] each pool frame's length  [BLK_POOL:+POOL*POOL_FRAME] the pool:
+#       the node's own frames of this round, decoded, for the agent
 MAX_WIRE = 80             # COBS bytes of the longest logical frame (64 -> 65), with margin
 TX = 2 * (MAX_WIRE + 1)   # a transmit buffer: two longest frames (one byte counts it)
 BLK_TX = 20
 BLK_TAB = BLK_TX + 2 * TX     # 344
-BLK = BLK_TAB + 258           # 602 bytes
+BLK_NMINE = BLK_TAB + 258     # 602
+BLK_MINE_N = BLK_NMINE + 2    # 604
+POOL = 8                      # frames held per poll round (more: handed over in batches)
+POOL_FRAME = 64               # messages.MAX_FRAME (tests/test_bus_protocol.py checks)
+BLK_POOL = BLK_MINE_N + POOL  # 612
+BLK = BLK_POOL + POOL * POOL_FRAME   # 1124 bytes
 FROM_DOWN = 1 << 24           # cut's span: the read came from the down port
+MINE_UP = 0x40                # routing table bits: the node's own, from up / from down
+MINE_DOWN = 0x80
 
 
 def cut(data, blk, span):
     """Cut-through forwarding of the read data[i:n], span = n | i << 12 (| FROM_DOWN):
     its whole frames are passed on without decoding, as long as the block's table names
-    one port for their dst (peeked in the COBS header) and the port they came from.
-    Stops at the first frame that needs more (0 in the table: the node's own, broadcast,
-    overheard), at a malformed, short (< 4 COBS bytes) or overlong (> MAX_WIRE) run, at a
-    transmit buffer without room for a longest frame, or at a run without its delimiter;
-    does nothing while a run is carried over. Empty runs are skipped. Returns the number
-    k of frames passed on when the whole read is done, else -1 - (i | j << 12): the
-    index it stopped at and that run's delimiter (0xFFF: none in the read), k in
-    blk[6:8]. Allocates nothing."""
+    one port for their dst (peeked in the COBS header) and the port they came from, and
+    the node's own (its table bit) are COBS-decoded into the pool (a frame that is both,
+    a broadcast, is passed on and decoded). Stops at the first frame that needs more
+    (neither in the table: overheard, a ring's broadcast), at a malformed, short (< 4 COBS
+    bytes) or overlong (> MAX_WIRE) run, at a transmit buffer without room for a longest
+    frame, at a full pool, or at a run without its delimiter; does nothing while a run is
+    carried over. Empty runs are skipped; a frame for the node that does not decode is
+    counted in blk[BLK_NMINE + 1]. Returns the number k of frames handled when the whole
+    read is done, else -1 - (i | j << 12): the index it stopped at and that run's
+    delimiter (0xFFF: none in the read), k in blk[6:8]. Allocates nothing."""
     n = span & 0xFFF
     i = span >> 12 & 0xFFF
     down = span >> 24
     t = BLK_TAB
-    k = 0
+    k = 0       # frames handled
+    passed = 0  # of which passed on
     while i < n and not blk[t + 256 + down]:
         j = find0(data, i, n)
         if j == i:
@@ -170,18 +192,31 @@ def cut(data, blk, span):
             continue
         if j < 0 or j - i > MAX_WIRE or j - i < 4:
             break
-        side = blk[t + cobs_peek(data, i, j, 2)] >> 2 * down & 3
-        if not side:
+        v = blk[t + cobs_peek(data, i, j, 2)]
+        side = v >> 2 * down & 3
+        mine = v >> 6 + down & 1
+        if not side and not mine:
             break
-        o = blk[3 + side]
-        if o > TX - MAX_WIRE - 1:
+        if side and blk[3 + side] > TX - MAX_WIRE - 1:
             break
-        base = BLK_TX + (side - 1) * TX
-        blk[3 + side] = put(blk, base + o, data, i | j << 16) - base
+        f = blk[BLK_NMINE]
+        if mine and f == POOL:
+            break
+        if side:
+            base = BLK_TX + (side - 1) * TX
+            blk[3 + side] = put(blk, base + blk[3 + side], data, i | j << 16) - base
+            passed += 1
+        if mine:
+            r = cobs_decode_at(data, i, j, blk, BLK_POOL + f * POOL_FRAME, POOL_FRAME)
+            if r < 0:
+                blk[BLK_NMINE + 1] = (blk[BLK_NMINE + 1] + 1) & 0xFF
+            else:
+                blk[BLK_MINE_N + f] = r
+                blk[BLK_NMINE] = f + 1
         k += 1
         i = j + 1
-    c = k
-    for b in range(4):   # the total += k, byte by byte (no int beyond 30 bits: no allocation)
+    c = passed
+    for b in range(4):   # the total += passed, byte by byte (no int beyond 30 bits: no allocation)
         c += blk[b]
         blk[b] = c & 0xFF
         c >>= 8
@@ -198,8 +233,8 @@ try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
                                     cobs_peek, cut, find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
-        from bus_protocol.cobs_native import (cobs_decode_into, cobs_encode_into,  # noqa: F811
-                                              cobs_peek, find0, put, split_into)
+        from bus_protocol.cobs_native import (cobs_decode_at, cobs_decode_into,  # noqa: F811
+                                              cobs_encode_into, cobs_peek, find0, put, split_into)
     except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
         pass
 

@@ -62,10 +62,13 @@ def cut(r0, r1, r2):
     # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> framing.cut. blk offsets as
     # framing.py lays them out: 0 total (word), 4/5 bytes queued up/down, 6 k (halfword),
     # 8 data, 12 table, 16 shift of the side's bits (words), 20 the up transmit buffer,
-    # 20 + 162 (TX) the down one, 344 the table (258 bytes). Why: the whole "frame from
+    # 20 + 162 (TX) the down one, 344 the table (258 bytes), 602 the pool's count, 603 its
+    # bad frames, 604 its lengths, 612 its frames (8 x 64). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy
     # in one pass, ~8 instructions a byte); on a Cortex-M4F the Python routing of one
-    # frame (peek, _route, _queue, put) cost ~14k instructions.
+    # frame (peek, _route, _queue, put) cost ~14k instructions; and a frame for the node
+    # decoded here into the pool (the node's _pump and its decode cost ~15k a frame).
+    # Conditional branches reach +-256 bytes (Thumb-1): far targets go through a b().
     mov(r5, r0)          # noqa: F821  data
     mov(r3, r1)          # noqa: F821  blk
     mov(r1, r2)          # noqa: F821  span
@@ -90,10 +93,10 @@ def cut(r0, r1, r2):
     ldrb(r5, [r5, 1])    # noqa: F821  table[256 + side]: a run carried over
     mov(r1, r6)          # noqa: F821  p: the frame's start
     cmp(r5, 0)           # noqa: F821
-    bne(STOP)            # noqa: F821
+    bne(STOP_A)          # noqa: F821
     label(FRAME)         # noqa: F821
     cmp(r1, r4)          # noqa: F821
-    bcs(ALL)             # noqa: F821  p == end: the whole read passed on
+    bcs(ALL_A)           # noqa: F821  p == end: the whole read done
     ldrb(r6, [r1, 0])    # noqa: F821
     cmp(r6, 0)           # noqa: F821
     bne(HEAD)            # noqa: F821
@@ -102,16 +105,16 @@ def cut(r0, r1, r2):
     label(HEAD)          # noqa: F821  four COBS bytes, none the delimiter
     add(r5, r1, 4)       # noqa: F821
     cmp(r5, r4)          # noqa: F821
-    bhi(STOP)            # noqa: F821
+    bhi(STOP_A)          # noqa: F821
     ldrb(r6, [r1, 1])    # noqa: F821
     cmp(r6, 0)           # noqa: F821
-    beq(STOP)            # noqa: F821
+    beq(STOP_A)          # noqa: F821
     ldrb(r6, [r1, 2])    # noqa: F821
     cmp(r6, 0)           # noqa: F821
-    beq(STOP)            # noqa: F821
+    beq(STOP_A)          # noqa: F821
     ldrb(r6, [r1, 3])    # noqa: F821
     cmp(r6, 0)           # noqa: F821
-    beq(STOP)            # noqa: F821
+    beq(STOP_A)          # noqa: F821
     add(r6, r1, 3)       # noqa: F821  where the decoded byte 2 (dst) is encoded:
     mov(r7, r1)          # noqa: F821  a code byte there stands for a 0x00
     label(WALK)          # noqa: F821
@@ -127,17 +130,37 @@ def cut(r0, r1, r2):
     ldrb(r0, [r6, 0])    # noqa: F821
     label(DST)           # noqa: F821
     add(r0, r2, r0)      # noqa: F821
-    ldrb(r0, [r0, 0])    # noqa: F821  table[dst]
+    ldrb(r0, [r0, 0])    # noqa: F821  v = table[dst]
     ldr(r6, [r3, 16])    # noqa: F821
+    lsr(r7, r6, 1)       # noqa: F821  from down: 1
+    mov(r5, r0)          # noqa: F821
+    lsr(r5, r7)          # noqa: F821  bit 6: the node's own (bit 6 from up, 7 from down)
     lsr(r0, r6)          # noqa: F821
     mov(r6, 3)           # noqa: F821
     and_(r0, r6)         # noqa: F821  side to pass it to: 1 up, 2 down, 0 none
+    mov(r6, 0x40)        # noqa: F821
+    and_(r5, r6)         # noqa: F821  mine
     cmp(r0, 0)           # noqa: F821
-    beq(STOP)            # noqa: F821
+    beq(NOSIDE)          # noqa: F821
     add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [3]
     ldrb(r7, [r6, 3])    # noqa: F821  o
     cmp(r7, 81)          # noqa: F821  TX - MAX_WIRE - 1
-    bhi(STOP)            # noqa: F821
+    bhi(STOP_A)          # noqa: F821  no room to pass it on
+    cmp(r5, 0)           # noqa: F821
+    beq(PASS)            # noqa: F821
+    b(MINE)              # noqa: F821
+    label(NOSIDE)        # noqa: F821
+    cmp(r5, 0)           # noqa: F821
+    bne(MINE_A)          # noqa: F821
+    label(STOP_A)        # noqa: F821
+    b(STOP)              # noqa: F821
+    label(ALL_A)         # noqa: F821
+    b(ALL)               # noqa: F821
+    label(MINE_A)        # noqa: F821
+    b(MINE)              # noqa: F821
+    label(PASS)          # noqa: F821  r0 side, r1 p
+    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [3]
+    ldrb(r7, [r6, 3])    # noqa: F821  o
     add(r7, r7, r3)      # noqa: F821
     add(r7, 20)          # noqa: F821  dest = blk + BLK_TX + o
     cmp(r0, 1)           # noqa: F821
@@ -153,7 +176,7 @@ def cut(r0, r1, r2):
     mov(r0, r1)          # noqa: F821
     label(COPY)          # noqa: F821  up to and with the delimiter (beyond the fill
     cmp(r0, r5)          # noqa: F821  until it is found: harmless if not)
-    bcs(STOP)            # noqa: F821
+    bcs(STOP_A)          # noqa: F821
     ldrb(r2, [r0, 0])    # noqa: F821
     strb(r2, [r7, 0])    # noqa: F821
     add(r0, 1)           # noqa: F821
@@ -173,6 +196,102 @@ def cut(r0, r1, r2):
     add(r0, 1)           # noqa: F821
     strh(r0, [r3, 6])    # noqa: F821  k += 1
     b(FRAME)             # noqa: F821
+    label(MINE)          # noqa: F821  r0 side, r1 p, r4 end: the node's own frame
+    push({r0, r1, r4})   # noqa: F821
+    mov(r5, 150)         # noqa: F821
+    lsl(r5, r5, 2)       # noqa: F821
+    add(r5, 2)           # noqa: F821
+    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + 602
+    ldrb(r0, [r5, 0])    # noqa: F821  f, frames in the pool
+    cmp(r0, 8)           # noqa: F821
+    bcs(MSTOP)           # noqa: F821  full: the node hands them over first
+    mov(r6, r1)          # noqa: F821
+    mov(r7, r1)          # noqa: F821
+    add(r7, 81)          # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
+    cmp(r7, r4)          # noqa: F821
+    bls(MSCAN)           # noqa: F821
+    mov(r7, r4)          # noqa: F821
+    label(MSCAN)         # noqa: F821
+    cmp(r6, r7)          # noqa: F821
+    bcs(MSTOP)           # noqa: F821
+    ldrb(r2, [r6, 0])    # noqa: F821
+    cmp(r2, 0)           # noqa: F821
+    beq(MJ)              # noqa: F821
+    add(r6, 1)           # noqa: F821
+    b(MSCAN)             # noqa: F821
+    label(MJ)            # noqa: F821  r6: its delimiter j
+    lsl(r7, r0, 6)       # noqa: F821
+    add(r7, r7, r5)      # noqa: F821
+    add(r7, 10)          # noqa: F821  out = blk + 612 + f * 64
+    mov(r4, r7)          # noqa: F821
+    add(r4, 64)          # noqa: F821  its end
+    label(DLOOP)         # noqa: F821  COBS-decode p..j: framing.cobs_decode_at
+    cmp(r1, r6)          # noqa: F821
+    bcs(DDONE)           # noqa: F821
+    ldrb(r2, [r1, 0])    # noqa: F821  code (no 0x00 before j)
+    add(r1, 1)           # noqa: F821
+    sub(r2, 1)           # noqa: F821  run = code - 1
+    add(r0, r1, r2)      # noqa: F821
+    cmp(r0, r6)          # noqa: F821
+    bhi(DBAD)            # noqa: F821  the block runs past the frame
+    add(r5, r7, r2)      # noqa: F821
+    cmp(r5, r4)          # noqa: F821
+    bhi(DBAD)            # noqa: F821  or past the pool frame
+    label(DCOPY)         # noqa: F821
+    cmp(r1, r0)          # noqa: F821
+    bcs(DCOPIED)         # noqa: F821
+    ldrb(r5, [r1, 0])    # noqa: F821
+    strb(r5, [r7, 0])    # noqa: F821
+    add(r1, 1)           # noqa: F821
+    add(r7, 1)           # noqa: F821
+    b(DCOPY)             # noqa: F821
+    label(DCOPIED)       # noqa: F821
+    cmp(r2, 0xFE)        # noqa: F821
+    bcs(DLOOP)           # noqa: F821  code 0xFF: no zero follows
+    cmp(r1, r6)          # noqa: F821
+    bcs(DLOOP)           # noqa: F821  the frame's last block
+    cmp(r7, r4)          # noqa: F821
+    bcs(DBAD)            # noqa: F821
+    mov(r5, 0)           # noqa: F821
+    strb(r5, [r7, 0])    # noqa: F821
+    add(r7, 1)           # noqa: F821
+    b(DLOOP)             # noqa: F821
+    label(DBAD)          # noqa: F821  not valid COBS, or longer than a pool frame
+    mov(r5, 150)         # noqa: F821
+    lsl(r5, r5, 2)       # noqa: F821
+    add(r5, 2)           # noqa: F821
+    add(r5, r5, r3)      # noqa: F821
+    ldrb(r0, [r5, 1])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    strb(r0, [r5, 1])    # noqa: F821  counted for the node (agent.decoder.bad)
+    b(MDONE)             # noqa: F821
+    label(DDONE)         # noqa: F821
+    mov(r5, 150)         # noqa: F821
+    lsl(r5, r5, 2)       # noqa: F821
+    add(r5, 2)           # noqa: F821
+    add(r5, r5, r3)      # noqa: F821
+    ldrb(r0, [r5, 0])    # noqa: F821  f
+    sub(r4, 64)          # noqa: F821  the pool frame's start
+    sub(r7, r7, r4)      # noqa: F821  its length
+    add(r4, r5, r0)      # noqa: F821
+    strb(r7, [r4, 2])    # noqa: F821  lengths[f]
+    add(r0, 1)           # noqa: F821
+    strb(r0, [r5, 0])    # noqa: F821  f + 1
+    label(MDONE)         # noqa: F821
+    pop({r0, r1, r4})    # noqa: F821
+    ldr(r2, [r3, 12])    # noqa: F821  the table again
+    cmp(r0, 0)           # noqa: F821
+    beq(MNEXT)           # noqa: F821
+    b(PASS)              # noqa: F821  a broadcast: passed on too
+    label(MNEXT)         # noqa: F821
+    add(r1, r6, 1)       # noqa: F821  the next frame: after j
+    ldrh(r0, [r3, 6])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    strh(r0, [r3, 6])    # noqa: F821  k += 1
+    b(FRAME)             # noqa: F821
+    label(MSTOP)         # noqa: F821
+    pop({r0, r1, r4})    # noqa: F821
+    b(STOP)              # noqa: F821
     label(ALL)           # noqa: F821
     ldrh(r0, [r3, 6])    # noqa: F821  -> k
     b(END)               # noqa: F821

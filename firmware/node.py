@@ -24,8 +24,12 @@ _MAX_WIRE = framing.MAX_WIRE
 # RAM after init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
 _TX = framing.TX
 _FROM_DOWN = const(1 << 24)   # framing.FROM_DOWN
-_POOL = 8
-_FRAME = m.MAX_FRAME   # a pool buffer's length
+# framing's block layout where the poll round reads it, as const (a module global is a
+# dictionary lookup per use; tests/test_firmware.py checks them against framing's)
+_POOL = const(8)        # framing.POOL
+_FRAME = const(64)      # framing.POOL_FRAME: a pool frame's length
+_NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad frames
+_MINE_N = const(604)    # framing.BLK_MINE_N: each pool frame's length
 
 
 class ChainNode:
@@ -82,14 +86,16 @@ class ChainNode:
         self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
         self._tx_up = mv[framing.BLK_TX:framing.BLK_TX + _TX]
         self._txv = (self._tx_up, mv[framing.BLK_TX + _TX:framing.BLK_TAB])
-        # dst -> the one port framing.cut passes a frame to untouched (1 up, 2 down; 0:
-        # _pump looks at it), per port it came from (bits 0-1 up, 2-3 down: _tables);
-        # [256 + side]: a run without its delimiter carried over from the last read
+        # dst -> the one port framing.cut passes a frame to untouched (1 up, 2 down),
+        # per port it came from (bits 0-1 up, 2-3 down), and whether it is this node's
+        # own, decoded into the pool (bit 6 from up, 7 from down); neither: _pump looks at
+        # it (_tables); [256 + side]: a run without its delimiter carried over from the
+        # last read
         self._cut_tab = mv[framing.BLK_TAB:]
         self._forwarded = 0   # frames passed on by _pump (framing.cut counts its own)
-        self._pool = [bytearray(m.MAX_FRAME) for _ in range(_POOL)]
-        self._mine_n = array("H", bytes(2 * _POOL))   # lengths of this round's own frames
-        self._nmine = 0
+        # this round's own frames, decoded (by framing.cut, or _pump), for the agent
+        self._pool = [mv[framing.BLK_POOL + f * _FRAME:framing.BLK_POOL + (f + 1) * _FRAME]
+                      for f in range(_POOL)]
         self._wire = bytearray(_MAX_WIRE)   # the agent's frame, COBS-encoded
         self._batch = False
         self.dropped = 0
@@ -104,15 +110,24 @@ class ChainNode:
 
     def _tables(self):
         """framing.cut's routing table, from _route: a frame that only passes through
-        (not this node's, not broadcast, not overheard, not dropped) is cut through;
+        (not this node's, not broadcast, not overheard, not dropped) is cut through; with
+        no overhearing, a frame for this node is decoded into the pool
+        by cut too (on a ring too), and a broadcast both (what _pump would do with them);
         bits 4-5 say where the agent's frames go (send)."""
         # the links that overhear: never the host (address 0), whose K_N passes link 1
         # on a plain chain
         near = max(1, self.link - self.overhear) if self.overhear else self.link + 1
+        # overheard packets (this node's K_{i-1} passed on to the links that overhear it)
+        # and a ring's broadcasts (its goal waves: _ring_admits) are _pump's
+        mine = not self.overhear
+        mine_bc = mine and not self.ring
         t = self._cut_tab
         for dst in range(256):
             v = self._route(dst, None, 0, None) << 4
-            if dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link):
+            passing = dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link)
+            if (mine and dst == self.link) or (mine_bc and dst == m.BROADCAST):
+                v |= framing.MINE_UP | framing.MINE_DOWN
+            if passing or (mine_bc and dst == m.BROADCAST):
                 for side in (0, 1):
                     s = self._route(dst, None, 0, self.down if side else self.up)
                     if s == 1 or s == 2:
@@ -242,7 +257,7 @@ class ChainNode:
                         self._forwarded += 1
                         self._route(dst, data, a | (j << 16), port)
                     if dst == link or dst == m.BROADCAST or near:
-                        f = self._nmine
+                        f = blk[_NMINE]
                         if f == _POOL:
                             self._deliver()     # pool full: hand over what is there first
                             f = 0
@@ -250,8 +265,8 @@ class ChainNode:
                         if nf < 0:
                             self.agent.decoder.bad += 1
                         else:
-                            self._mine_n[f] = nf
-                            self._nmine = f + 1
+                            blk[_MINE_N + f] = nf
+                            blk[_NMINE] = f + 1
             if i >= n:
                 break
             r = _cut(rx, blk, span | i << 12)
@@ -267,9 +282,9 @@ class ChainNode:
         if blk[4] or blk[5]:
             self.flush()
         self._batch = True
-        for f in range(self._nmine):
-            self.agent.receive(self._pool[f], self._mine_n[f])
-        self._nmine = 0
+        for f in range(blk[_NMINE]):
+            self.agent.receive(self._pool[f], blk[_MINE_N + f])
+        blk[_NMINE] = 0
         self._batch = False
         if blk[4] or blk[5]:
             self.flush()
@@ -311,7 +326,10 @@ class ChainNode:
                 r = _cut(rx, blk, n | _FROM_DOWN)
                 k += r if r >= 0 else self._pump(r, n, 1)
         if k:
-            if self._nmine:
+            if blk[_NMINE + 1]:   # frames for the node that cut could not decode
+                self.agent.decoder.bad += blk[_NMINE + 1]
+                blk[_NMINE + 1] = 0
+            if blk[_NMINE]:
                 self._deliver()
             elif blk[5]:
                 self.flush()

@@ -46,6 +46,7 @@ def main(cases=150):
         print("C%d %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
             t, k, hx(wire[:k]), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
             j, st[0], st[1], m.crc16(data, n), cut_case(run)))
+    mine_cases()
 
 
 def cut_case(run):
@@ -65,17 +66,63 @@ def cut_case(run):
     if n > 0xFFF:
         return "-"
     blk = bytearray(framing.BLK)
-    for d in range(256):
-        blk[framing.BLK_TAB + d] = 1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0
+    for d in range(256):   # passed on (either side), the node's own (either side), both, neither
+        blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0)
+                                    | (framing.MINE_UP if rnd(4) == 0 else 0)
+                                    | (framing.MINE_DOWN if rnd(4) == 0 else 0))
     down = rnd(2)
     blk[framing.BLK_TAB + 256 + down] = 1 if rnd(16) == 0 else 0
     blk[4] = (0, 0, 40, 81, 82)[rnd(5)]
     blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]   # frames already in the pool
+    blk[framing.BLK_NMINE + 1] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
+    f0 = blk[framing.BLK_NMINE]
     i = rnd(3) if n > 2 else 0
     r = framing.cut(data, blk, n | i << 12 | (framing.FROM_DOWN if down else 0))
     up = blk[framing.BLK_TX:framing.BLK_TX + blk[4]]
     dn = blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]
-    return "%d %s up %s down %s" % (r, hx(blk[0:8]), hx(up), hx(dn))
+    pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
+                                 framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
+                   for f in range(f0, blk[framing.BLK_NMINE]))
+    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:8]), hx(up), hx(dn),
+                                             hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool)
+
+
+def mine_cases(cases=120):
+    """framing.cut on reads of whole frames (COBS of random logical frames, some
+    corrupted, some overlong) with tables that pass them on, take them as the node's own
+    into the pool, both or neither: its result, what it queued and what the pool holds."""
+    for t in range(cases):
+        frames = []
+        for _ in range(1 + rnd(5)):
+            n = (4 + rnd(60), 64, 65, 70)[rnd(4)] if rnd(3) else 6 + rnd(8)
+            f = bytearray(n)
+            for i in range(n):
+                f[i] = (0, 0, 255)[rnd(3)] if rnd(5) == 0 else rnd(256)
+            f[2] = (3, 255, 7)[rnd(3)]   # dst: the node's (3), broadcast, another
+            w = bytearray(n + n // 254 + 2)
+            k = framing.cobs_encode_into(f, n, w)
+            w = w[:k - 1]
+            if rnd(6) == 0:
+                w[rnd(len(w))] = rnd(256)   # corrupt one byte (a 0 splits the run)
+            frames.append(bytes(w))
+        data = bytearray(b"\x00".join(frames) + (b"\x00" if rnd(4) else b""))
+        blk = bytearray(framing.BLK)
+        down = rnd(2)
+        for d in (3, 255, 7):
+            blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(2) else 0)
+                                        | (framing.MINE_UP | framing.MINE_DOWN if rnd(3) else 0))
+        blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
+        blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
+        f0 = blk[framing.BLK_NMINE]
+        r = framing.cut(data, blk, len(data) | (framing.FROM_DOWN if down else 0))
+        pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
+                                     framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
+                       for f in range(f0, blk[framing.BLK_NMINE]))
+        print("M%d %d %s up %s down %s pool %s%s" % (
+            t, r, hx(blk[0:8]), hx(blk[framing.BLK_TX:framing.BLK_TX + blk[4]]),
+            hx(blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]),
+            hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,18 @@ def test_agent_frame_lengths_are_the_wire_formats():
         m.encode(m.ASSERT, 1, 0, 0, (0, 1, m.KIND_GRAVITY) + (0.0,) * 9))
 
 
+def test_node_block_constants_are_framings():
+    """firmware/node.py writes framing's block layout out as const (MicroPython inlines
+    them); the messages' longest frame fits a pool frame."""
+    from bus_protocol import framing
+    from firmware import node
+    assert (node._POOL, node._FRAME, node._NMINE, node._MINE_N, node._FROM_DOWN) == (
+        framing.POOL, framing.POOL_FRAME, framing.BLK_NMINE, framing.BLK_MINE_N, framing.FROM_DOWN)
+    assert framing.POOL_FRAME == m.MAX_FRAME
+    assert framing.BLK_MINE_N + framing.POOL <= framing.BLK_POOL
+    assert framing.BLK == framing.BLK_POOL + framing.POOL * framing.POOL_FRAME
+
+
 def test_kinematic_bus_10_links_micropython_matches_numpy_fk():
     rng = random.Random(3)
     cases = []
