@@ -138,7 +138,7 @@ def put(out, o, data, span):
 # besides the read itself (each buffer argument of an asm_thumb call costs ~100
 # instructions on a Cortex-M4F):
 #   [0:4] frames passed on by cut (uint32 LE)  [4] bytes queued up  [5] bytes queued down
-#   [6:8] frames handled by this call          [8:20] scratch
+#   [6:8] frames handled by this call          [8:20] scratch (assembly)
 #   [BLK_TX:+TX] the up port's transmit buffer, then the down port's
 #   [BLK_TAB:+256] the routing table: dst -> where a frame for it from up goes (bits 0-1)
 #       and from down (bits 2-3): 1 pass up, 2 pass down, 0 not passed on; bit 6 (from
@@ -149,6 +149,10 @@ def put(out, o, data, span):
 #       last read from up, from down
 #   [BLK_NMINE] frames in the pool  [BLK_NMINE+1] frames for the node that were not valid
 #       COBS (or longer than POOL_FRAME), not yet counted by the node
+#   [BLK_NMINE+2] set: a ring's goal waves are checked here (cut stands in for the node's
+#       _ring_admits): a broadcast GOAL or ASSERT of the tick whose GOAL has passed this
+#       node is neither passed on nor taken  [BLK_NMINE+3] that tick's low byte
+#       [BLK_NMINE+4] set: a GOAL has passed (the byte before is its tick)
 #   [BLK_MINE_N:+POOL] each pool frame's length  [BLK_POOL:+POOL*POOL_FRAME] the pool:
 #       the node's own frames of this round, decoded, for the agent
 MAX_WIRE = 80             # COBS bytes of the longest logical frame (64 -> 65), with margin
@@ -156,11 +160,11 @@ TX = 2 * (MAX_WIRE + 1)   # a transmit buffer: two longest frames (one byte coun
 BLK_TX = 20
 BLK_TAB = BLK_TX + 2 * TX     # 344
 BLK_NMINE = BLK_TAB + 258     # 602
-BLK_MINE_N = BLK_NMINE + 2    # 604
+BLK_MINE_N = BLK_NMINE + 6    # 608
 POOL = 8                      # frames held per poll round (more: handed over in batches)
 POOL_FRAME = 64               # messages.MAX_FRAME (tests/test_bus_protocol.py checks)
-BLK_POOL = BLK_MINE_N + POOL  # 612
-BLK = BLK_POOL + POOL * POOL_FRAME   # 1124 bytes
+BLK_POOL = BLK_MINE_N + POOL  # 616
+BLK = BLK_POOL + POOL * POOL_FRAME   # 1128 bytes
 FROM_DOWN = 1 << 24           # cut's span: the read came from the down port
 MINE_UP = 0x40                # routing table bits: the node's own, from up / from down
 MINE_DOWN = 0x80
@@ -176,7 +180,10 @@ def cut(data, blk, span):
     bytes) or overlong (> MAX_WIRE) run, at a transmit buffer without room for a longest
     frame, at a full pool, or at a run without its delimiter; does nothing while a run is
     carried over. Empty runs are skipped; a frame for the node that does not decode is
-    counted in blk[BLK_NMINE + 1]. Returns the number k of frames handled when the whole
+    counted in blk[BLK_NMINE + 1]. With blk[BLK_NMINE + 2] set, a broadcast GOAL or
+    ASSERT (a ring's goal waves, firmware/node.py _ring_admits) of the tick whose GOAL has
+    passed is skipped (handled: neither passed on nor taken), and a GOAL handled holds its
+    tick; one shorter than 8 COBS bytes stops it. Returns the number k of frames handled when the whole
     read is done, else -1 - (i | j << 12): the index it stopped at and that run's
     delimiter (0xFFF: none in the read), k in blk[6:8]. Allocates nothing."""
     n = span & 0xFFF
@@ -192,7 +199,21 @@ def cut(data, blk, span):
             continue
         if j < 0 or j - i > MAX_WIRE or j - i < 4:
             break
-        v = blk[t + cobs_peek(data, i, j, 2)]
+        dst = cobs_peek(data, i, j, 2)
+        goal = -1
+        if dst == 255 and blk[BLK_NMINE + 2]:   # a ring's goal waves
+            mt = cobs_peek(data, i, j, 0)
+            if mt == 4 or mt == 5:   # GOAL, ASSERT (messages.py)
+                if j - i < 8:
+                    break
+                tick = cobs_peek(data, i, j, 6)   # the tick's low byte
+                if blk[BLK_NMINE + 4] and blk[BLK_NMINE + 3] == tick:
+                    k += 1   # the other wave got here first
+                    i = j + 1
+                    continue
+                if mt == 4:
+                    goal = tick
+        v = blk[t + dst]
         side = v >> 2 * down & 3
         mine = v >> 6 + down & 1
         if not side and not mine:
@@ -207,6 +228,9 @@ def cut(data, blk, span):
             blk[3 + side] = put(blk, base + blk[3 + side], data, i | j << 16) - base
             passed += 1
         if mine:
+            if goal >= 0:
+                blk[BLK_NMINE + 3] = goal
+                blk[BLK_NMINE + 4] = 1
             r = cobs_decode_at(data, i, j, blk, BLK_POOL + f * POOL_FRAME, POOL_FRAME)
             if r < 0:
                 blk[BLK_NMINE + 1] = (blk[BLK_NMINE + 1] + 1) & 0xFF

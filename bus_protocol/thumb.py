@@ -63,7 +63,9 @@ def cut(r0, r1, r2):
     # framing.py lays them out: 0 total (word), 4/5 bytes queued up/down, 6 k (halfword),
     # 8 data, 12 table, 16 shift of the side's bits (words), 20 the up transmit buffer,
     # 20 + 162 (TX) the down one, 344 the table (258 bytes), 602 the pool's count, 603 its
-    # bad frames, 604 its lengths, 612 its frames (8 x 64). Why: the whole "frame from
+    # bad frames, 604 ring, 605/606 the goal's tick and whether one is held, 608 the pool's
+    # lengths, 616 its frames (8 x 64); 18/19 a GOAL's tick to hold once the frame is
+    # handled (the shift at 16 is a byte, its word cleared at the start). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy
     # in one pass, ~8 instructions a byte); on a Cortex-M4F the Python routing of one
     # frame (peek, _route, _queue, put) cost ~14k instructions; and a frame for the node
@@ -103,6 +105,8 @@ def cut(r0, r1, r2):
     add(r1, 1)           # noqa: F821  an empty run: skipped
     b(FRAME)             # noqa: F821
     label(HEAD)          # noqa: F821  four COBS bytes, none the delimiter
+    mov(r6, 0)           # noqa: F821
+    strb(r6, [r3, 19])   # noqa: F821  no GOAL tick to hold yet for this frame
     add(r5, r1, 4)       # noqa: F821
     cmp(r5, r4)          # noqa: F821
     bhi(STOP_A)          # noqa: F821
@@ -129,9 +133,20 @@ def cut(r0, r1, r2):
     beq(DST)             # noqa: F821
     ldrb(r0, [r6, 0])    # noqa: F821
     label(DST)           # noqa: F821
+    cmp(r0, 255)         # noqa: F821
+    bne(DSTV)            # noqa: F821
+    mov(r5, 150)         # noqa: F821
+    lsl(r5, r5, 2)       # noqa: F821
+    add(r5, 2)           # noqa: F821
+    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + 602
+    ldrb(r6, [r5, 2])    # noqa: F821
+    cmp(r6, 0)           # noqa: F821
+    beq(DSTV)            # noqa: F821
+    b(RINGBC)            # noqa: F821  a broadcast on a ring: the goal waves
+    label(DSTV)          # noqa: F821
     add(r0, r2, r0)      # noqa: F821
     ldrb(r0, [r0, 0])    # noqa: F821  v = table[dst]
-    ldr(r6, [r3, 16])    # noqa: F821
+    ldrb(r6, [r3, 16])   # noqa: F821
     lsr(r7, r6, 1)       # noqa: F821  from down: 1
     mov(r5, r0)          # noqa: F821
     lsr(r5, r7)          # noqa: F821  bit 6: the node's own (bit 6 from up, 7 from down)
@@ -219,10 +234,20 @@ def cut(r0, r1, r2):
     beq(MJ)              # noqa: F821
     add(r6, 1)           # noqa: F821
     b(MSCAN)             # noqa: F821
-    label(MJ)            # noqa: F821  r6: its delimiter j
+    label(MJ)            # noqa: F821  r6: its delimiter j; the frame is handled now
+    ldrb(r2, [r3, 19])   # noqa: F821
+    cmp(r2, 0)           # noqa: F821
+    beq(MJ2)             # noqa: F821
+    ldrb(r2, [r3, 18])   # noqa: F821  a ring's GOAL: its tick is held
+    strb(r2, [r5, 3])    # noqa: F821
+    mov(r2, 1)           # noqa: F821
+    strb(r2, [r5, 4])    # noqa: F821
+    mov(r2, 0)           # noqa: F821
+    strb(r2, [r3, 19])   # noqa: F821
+    label(MJ2)           # noqa: F821
     lsl(r7, r0, 6)       # noqa: F821
     add(r7, r7, r5)      # noqa: F821
-    add(r7, 10)          # noqa: F821  out = blk + 612 + f * 64
+    add(r7, 14)          # noqa: F821  out = blk + 616 + f * 64
     mov(r4, r7)          # noqa: F821
     add(r4, 64)          # noqa: F821  its end
     label(DLOOP)         # noqa: F821  COBS-decode p..j: framing.cobs_decode_at
@@ -274,7 +299,7 @@ def cut(r0, r1, r2):
     sub(r4, 64)          # noqa: F821  the pool frame's start
     sub(r7, r7, r4)      # noqa: F821  its length
     add(r4, r5, r0)      # noqa: F821
-    strb(r7, [r4, 2])    # noqa: F821  lengths[f]
+    strb(r7, [r4, 6])    # noqa: F821  lengths[f]
     add(r0, 1)           # noqa: F821
     strb(r0, [r5, 0])    # noqa: F821  f + 1
     label(MDONE)         # noqa: F821
@@ -291,6 +316,89 @@ def cut(r0, r1, r2):
     b(FRAME)             # noqa: F821
     label(MSTOP)         # noqa: F821
     pop({r0, r1, r4})    # noqa: F821
+    b(STOP)              # noqa: F821
+    label(RINGBC)        # noqa: F821  firmware/node.py _ring_admits: r0 dst (255), r1 p
+    ldrb(r6, [r1, 0])    # noqa: F821  the first code byte
+    mov(r7, 0)           # noqa: F821
+    cmp(r6, 1)           # noqa: F821
+    beq(RTYPE)           # noqa: F821  code 1: decoded byte 0 (the type) is 0x00
+    ldrb(r7, [r1, 1])    # noqa: F821
+    label(RTYPE)         # noqa: F821
+    cmp(r7, 4)           # noqa: F821  GOAL
+    beq(RWAVE)           # noqa: F821
+    cmp(r7, 5)           # noqa: F821  ASSERT
+    beq(RWAVE)           # noqa: F821
+    label(RDST)          # noqa: F821
+    mov(r0, 255)         # noqa: F821
+    b(DSTV)              # noqa: F821  taken and passed on, as on a chain
+    label(RWAVE)         # noqa: F821  a goal wave's: its tick (low byte), decoded byte 6
+    mov(r6, r1)          # noqa: F821
+    add(r6, 7)           # noqa: F821  at p + 7
+    cmp(r6, r4)          # noqa: F821
+    bcs(RSTOP)           # noqa: F821  the read ends first: _pump
+    mov(r0, r1)          # noqa: F821
+    add(r0, 4)           # noqa: F821
+    label(RZ)            # noqa: F821  a frame of 8 COBS bytes at least (p+1..p+3 checked)
+    ldrb(r5, [r0, 0])    # noqa: F821
+    cmp(r5, 0)           # noqa: F821
+    beq(RSTOP)           # noqa: F821
+    add(r0, 1)           # noqa: F821
+    cmp(r0, r6)          # noqa: F821
+    bls(RZ)              # noqa: F821
+    mov(r5, r7)          # noqa: F821  the type
+    mov(r7, r1)          # noqa: F821
+    label(RWALK)         # noqa: F821
+    cmp(r7, r6)          # noqa: F821
+    bcs(RWALKED)         # noqa: F821
+    ldrb(r0, [r7, 0])    # noqa: F821
+    add(r7, r7, r0)      # noqa: F821
+    b(RWALK)             # noqa: F821
+    label(RWALKED)       # noqa: F821
+    mov(r0, 0)           # noqa: F821
+    cmp(r7, r6)          # noqa: F821
+    beq(RTICK)           # noqa: F821
+    ldrb(r0, [r6, 0])    # noqa: F821
+    label(RTICK)         # noqa: F821  r0 tick, r5 type
+    mov(r7, 150)         # noqa: F821
+    lsl(r7, r7, 2)       # noqa: F821
+    add(r7, 2)           # noqa: F821
+    add(r7, r7, r3)      # noqa: F821  the pool's header
+    ldrb(r6, [r7, 4])    # noqa: F821  a goal's tick held?
+    cmp(r6, 0)           # noqa: F821
+    beq(RNEW)            # noqa: F821
+    ldrb(r6, [r7, 3])    # noqa: F821
+    cmp(r6, r0)          # noqa: F821
+    beq(RSKIP)           # noqa: F821  the other wave got here first
+    label(RNEW)          # noqa: F821
+    cmp(r5, 4)           # noqa: F821
+    bne(RDST)            # noqa: F821  an ASSERT: taken
+    strb(r0, [r3, 18])   # noqa: F821  a GOAL: its tick held once it is handled (MJ)
+    mov(r6, 1)           # noqa: F821
+    strb(r6, [r3, 19])   # noqa: F821
+    b(RDST)              # noqa: F821
+    label(RSKIP)         # noqa: F821  neither passed on nor taken: past its delimiter
+    mov(r6, r1)          # noqa: F821
+    mov(r7, r1)          # noqa: F821
+    add(r7, 81)          # noqa: F821  (by p + MAX_WIRE)
+    cmp(r7, r4)          # noqa: F821
+    bls(RSCAN)           # noqa: F821
+    mov(r7, r4)          # noqa: F821
+    label(RSCAN)         # noqa: F821
+    cmp(r6, r7)          # noqa: F821
+    bcs(RSTOP)           # noqa: F821
+    ldrb(r0, [r6, 0])    # noqa: F821
+    cmp(r0, 0)           # noqa: F821
+    beq(RSKIPPED)        # noqa: F821
+    add(r6, 1)           # noqa: F821
+    b(RSCAN)             # noqa: F821
+    label(RSKIPPED)      # noqa: F821
+    add(r1, r6, 1)       # noqa: F821  the next frame
+    ldrh(r0, [r3, 6])    # noqa: F821
+    add(r0, 1)           # noqa: F821
+    strh(r0, [r3, 6])    # noqa: F821  k += 1 (handled)
+    ldr(r2, [r3, 12])    # noqa: F821  the table
+    b(FRAME)             # noqa: F821
+    label(RSTOP)         # noqa: F821
     b(STOP)              # noqa: F821
     label(ALL)           # noqa: F821
     ldrh(r0, [r3, 6])    # noqa: F821  -> k

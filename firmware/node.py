@@ -28,8 +28,9 @@ _FROM_DOWN = const(1 << 24)   # framing.FROM_DOWN
 # dictionary lookup per use; tests/test_firmware.py checks them against framing's)
 _POOL = const(8)        # framing.POOL
 _FRAME = const(64)      # framing.POOL_FRAME: a pool frame's length
-_NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad frames
-_MINE_N = const(604)    # framing.BLK_MINE_N: each pool frame's length
+_NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad frames, the
+                        # goal waves' flag, the tick whose GOAL has passed, whether one has
+_MINE_N = const(608)    # framing.BLK_MINE_N: each pool frame's length
 
 
 class ChainNode:
@@ -70,7 +71,6 @@ class ChainNode:
         self._host_side = 0 if self.to_host is up else 1
         self.overhear = overhear
         self.down_dead = False        # ring: the down wire's far end is gone
-        self.goal_tick = -1           # ring: the tick (low byte) whose GOAL has passed this node
         # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
         # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
         # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
@@ -112,22 +112,23 @@ class ChainNode:
         """framing.cut's routing table, from _route: a frame that only passes through
         (not this node's, not broadcast, not overheard, not dropped) is cut through; with
         no overhearing, a frame for this node is decoded into the pool
-        by cut too (on a ring too), and a broadcast both (what _pump would do with them);
-        bits 4-5 say where the agent's frames go (send)."""
+        by cut too, and a broadcast both (what _pump would do with them; on a ring cut
+        also stands in for _ring_admits); bits 4-5 say where the agent's frames go (send)."""
         # the links that overhear: never the host (address 0), whose K_N passes link 1
         # on a plain chain
         near = max(1, self.link - self.overhear) if self.overhear else self.link + 1
         # overheard packets (this node's K_{i-1} passed on to the links that overhear it)
-        # and a ring's broadcasts (its goal waves: _ring_admits) are _pump's
+        # are _pump's
         mine = not self.overhear
-        mine_bc = mine and not self.ring
+        # on a ring cut checks the goal waves as _ring_admits does
+        self._blk[_NMINE + 2] = 1 if mine and self.ring else 0
         t = self._cut_tab
         for dst in range(256):
             v = self._route(dst, None, 0, None) << 4
             passing = dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link)
-            if (mine and dst == self.link) or (mine_bc and dst == m.BROADCAST):
+            if mine and (dst == self.link or dst == m.BROADCAST):
                 v |= framing.MINE_UP | framing.MINE_DOWN
-            if passing or (mine_bc and dst == m.BROADCAST):
+            if passing or (mine and dst == m.BROADCAST):
                 for side in (0, 1):
                     s = self._route(dst, None, 0, self.down if side else self.up)
                     if s == 1 or s == 2:
@@ -301,11 +302,19 @@ class ChainNode:
         # the batch's tick (low byte), not the agent's: a goal whose tick's SYNC and K_0
         # were lost is the first the agent hears of that tick (it syncs on it)
         tick = framing.cobs_peek(data, i, j, m.HEADER_SIZE)
-        if self.goal_tick == tick:
+        blk = self._blk   # the tick held where framing.cut holds it
+        if blk[_NMINE + 4] and blk[_NMINE + 3] == tick:
             return False          # the other wave got here first
         if mt == m.GOAL:
-            self.goal_tick = tick
+            blk[_NMINE + 3] = tick & 0xFF
+            blk[_NMINE + 4] = 1
         return True
+
+    @property
+    def goal_tick(self):
+        """Ring: the tick (low byte) whose GOAL has passed this node, -1 before any."""
+        b = self._blk
+        return b[_NMINE + 3] if b[_NMINE + 4] else -1
 
     def poll(self):
         """Move whatever has arrived; returns the number of frames handled. Bounded:

@@ -88,10 +88,12 @@ def cut_case(run):
                                              hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool)
 
 
-def mine_cases(cases=120):
+def mine_cases(cases=200):
     """framing.cut on reads of whole frames (COBS of random logical frames, some
     corrupted, some overlong) with tables that pass them on, take them as the node's own
-    into the pool, both or neither: its result, what it queued and what the pool holds."""
+    into the pool, both or neither, on a chain or a ring (its goal waves: GOAL and ASSERT
+    broadcasts of a tick whose GOAL has passed are skipped): its result, what it queued
+    and what the pool holds."""
     for t in range(cases):
         frames = []
         for _ in range(1 + rnd(5)):
@@ -99,7 +101,10 @@ def mine_cases(cases=120):
             f = bytearray(n)
             for i in range(n):
                 f[i] = (0, 0, 255)[rnd(3)] if rnd(5) == 0 else rnd(256)
-            f[2] = (3, 255, 7)[rnd(3)]   # dst: the node's (3), broadcast, another
+            f[0] = (1, 3, 4, 5, 4)[rnd(5)]   # type: SYNC, KINEMATIC, GOAL, ASSERT
+            f[2] = (3, 255, 7, 255)[rnd(4)]   # dst: the node's (3), broadcast, another
+            if n > 6:
+                f[6] = (5, 6, 0)[rnd(3)]      # the tick's low byte (a ring's goal waves)
             w = bytearray(n + n // 254 + 2)
             k = framing.cobs_encode_into(f, n, w)
             w = w[:k - 1]
@@ -114,6 +119,9 @@ def mine_cases(cases=120):
                                         | (framing.MINE_UP | framing.MINE_DOWN if rnd(3) else 0))
         blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
         blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
+        blk[framing.BLK_NMINE + 2] = rnd(2)           # a ring: the goal waves checked
+        blk[framing.BLK_NMINE + 3] = (5, 6, 0)[rnd(3)]
+        blk[framing.BLK_NMINE + 4] = rnd(2)           # a GOAL's tick held
         f0 = blk[framing.BLK_NMINE]
         r = framing.cut(data, blk, len(data) | (framing.FROM_DOWN if down else 0))
         pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
