@@ -39,7 +39,14 @@ def run(path="/config.json", idle_exit_ms=0):
     # and 8 cycles x ~11 KB fit a board's heap (bench: make bench)
     gc_every = int(cfg.get("gc_every", 8))
     gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
-    quiet_ms = int(cfg.get("quiet_ms", 2))
+    # how long a node waits for its K_{i-1} before it bridges it (firmware/neighbours.py),
+    # on the wall clock and in lockstep. In lockstep no time passes for the plant, and only
+    # a packet lost or never sent (a dead neighbour, before the host says so) is to be
+    # bridged: the wait is long enough that no scheduling delay of a busy machine passes
+    # for one, so the run repeats to the last digit (2 ms made it bridge spuriously)
+    quiet = cfg.get("quiet_ms") or (2, 100)
+    if isinstance(quiet, int):
+        quiet = (quiet, quiet)
     # a lossy bus (bus faults injected): how long into a tick a node waits for its goal
     # before it acts on the last one (wall clock, lockstep); 0: wait for it
     goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
@@ -60,7 +67,7 @@ def run(path="/config.json", idle_exit_ms=0):
         wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
         pending = agent.pending()
         if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
-            wait_ms = quiet_ms
+            wait_ms = quiet[1 if agent.lockstep else 0]
         goal_ms = goal_quiet[1 if agent.lockstep else 0]
         if goal_ms and 0 <= t != agent.acted_tick and t != gave_up:
             if goal_tick != t:

@@ -112,17 +112,21 @@ def test_neighbour_checks_on_a_uart_chain_or_ring_track_as_inprocess(topology, t
 
 
 @needs("micropython")
-@pytest.mark.parametrize("bus,wire", [("uart", "pty"), ("can", "socket")])
-def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bus,wire,name,stall", [("uart", "pty", "reference.toml", 0.15),
+                                                 ("can", "socket", "reference.toml", 0.15),
+                                                 ("can", "socket", "reference-ft.toml", 0.05)])
+def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monkeypatch):
     """Lockstep: no time passes between SYNCs, so a stall must change nothing. The host
-    stops for 150 ms before tick 31, and link 5 for 150 ms inside tick 60 (links 6-10
-    hear nothing, links 1-4 wait for the goal): both longer than a link's idle wait
-    (100 ms) and its silent-bus watchdog (the default watchdog_ms, 50 ms), which once
-    braked the links whatever the clock. The joint states of tick 90 reach the links
-    100 ms after the tick's SYNC (their own wire, held up), which a link once did not
-    wait for: it sampled tick 89's. The in-process run to the last digit, every link
-    running."""
-    procs, stall = [], 0.15
+    stops before tick 31, and link 5 inside tick 60 (links 6-10 hear nothing, links 1-4
+    wait for the goal), for 150 ms: longer than a link's idle wait (100 ms) and its
+    silent-bus watchdog (the default watchdog_ms, 50 ms), which once braked the links
+    whatever the clock. With neighbour checks (reference-ft) for 50 ms: link 6 waits for
+    K_5 up to its lockstep hop timeout (100 ms) before it bridges it, where a 2 ms timeout
+    once bridged a late packet on a busy machine and the run no longer repeated. The
+    joint states of tick 90 reach the links 100 ms after the tick's SYNC (their own wire,
+    held up), which a link once did not wait for: it sampled tick 89's. The in-process
+    run to the last digit, every link running."""
+    procs = []
     real_start, real_exchange = processes.Cluster.start, wallclock.make_exchange
     real_send = processes.JointIO.send
 
@@ -150,9 +154,9 @@ def test_lockstep_result_survives_stalls(bus, wire, tmp_path, monkeypatch):
     monkeypatch.setattr(processes.Cluster, "start", start)
     monkeypatch.setattr(wallclock, "make_exchange", make_exchange)
     monkeypatch.setattr(processes.JointIO, "send", send)
-    s, out = run_scenario(scenario(watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
+    s, out = run_scenario(scenario(name, watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
                           make_plots=False, bus=bus, lockstep=True, wire=wire)
-    ref, ref_out = run_scenario(scenario(watchdog_ms=None), tmp_path / "i", quiet=True, make_plots=False)
+    ref, ref_out = run_scenario(scenario(name, watchdog_ms=None), tmp_path / "i", quiet=True, make_plots=False)
     assert s["status"] == "ok", s["reason"]
     assert [(n["state"], n["faults"]) for n in s["nodes"]] == [("run", [])] * 10
     assert same_run(out, ref_out) == []
