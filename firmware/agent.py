@@ -588,35 +588,40 @@ class LinkAgent:
             self.actuate(goal)
 
     def actuate(self, goal):
+        # what is used more than once is held in locals: on a Cortex-M4F an attribute of
+        # the agent (~90 of them) costs ~200 instructions a load (make mcu-bench)
         c = self.components
         u_prev = self.u   # held since the last tick (the identification's interval)
         q = self.q
         qd = self.qd
-        state = self.safety.state
+        sf = self.safety
+        hal = self.hal
+        core = self.core
+        tick = self.tick
+        state = sf.state
         fault = state >= BRAKED   # safety.is_fault_state, written out
         encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
-        if fault or self.core is None:
+        if fault or core is None:
             for j in range(6):
                 c[j] = 0.0
         if fault:   # the fault's reaction
             if self.q_lock is None:
                 self.q_lock = q
             braked = state == safety.BRAKED
-            if braked != self.hal.braked:
-                self.hal.set_brake(braked)
-            if self.safety.faults & safety.F_SENSOR:
+            if braked != hal.braked:
+                hal.set_brake(braked)
+            if sf.faults & safety.F_SENSOR:
                 c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
             elif state == safety.DAMP:
                 c[C_BRAKE] = -self.brake_gains[1] * qd
             else:   # hold or brake: the brake PD about the angle at the fault (7.274)
                 c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
-        else:
-            if self.q_lock is not None:
-                self.q_lock = None
-                self.hal.set_brake(False)
-        if self.core is not None and not fault:   # linkcore: what follows, in C, and the frame encoded
-            encoded = self.core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
-                                       self._tx, self.tick, self.link, self._seq, state)
+        elif self.q_lock is not None:
+            self.q_lock = None
+            hal.set_brake(False)
+        if core is not None and not fault:   # linkcore: what follows, in C, and the frame encoded
+            encoded = core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
+                                  self._tx, tick, self.link, self._seq, state)
         elif not fault:
             jt = self.jtype
             z = self.z
@@ -644,34 +649,35 @@ class LinkAgent:
                 u += self._u_off
             if not safety.finite(u):   # never a NaN torque, whatever went wrong above
                 u = 0.0
-                self.safety.trip(safety.F_INTERNAL, "non-finite torque")
+                sf.trip(safety.F_INTERNAL, "non-finite torque")
         self.u = u
-        self.hal.write(u)
-        self.safety.on_torque(u, qd, self.u_sat, not self._silent)
-        self.acted_tick = self.tick
-        t_finish = self.hal.ticks_us()
-        self.cycle_us = ticks_diff(t_finish, self.t_sync)
+        hal.write(u)
+        sf.on_torque(u, qd, self.u_sat, not self._silent)
+        self.acted_tick = tick
+        t_finish = hal.ticks_us()
+        cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
         # TORQUE reports the cycle to the host: on the bus, or through hal.report
         out = self._report
-        if encoded and self.safety.state == state:   # linkcore's frame reports the right state
-            (out or self.hal.send)(self._tx, 41)
+        if encoded and sf.state == state:   # linkcore's frame reports the right state
+            (out or hal.send)(self._tx, 41)
             self._seq = (self._seq + 1) & 0xFFFF
         else:
-            self.send(m.TORQUE, m.HOST, (self.tick, u, self.safety.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
+            self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
         if self.ident is not None:
             self.ident.after_torque(self, u_prev)
         # STATUS after the torque, when the cycle's traffic is through, and staggered by
         # link so that a chain carries about one per tick, never N at once
-        if self.tick % self.status_every == self.link % self.status_every:
+        every = self.status_every
+        if tick % every == self.link % every:
             self.send_status()
         finish = self.finish
-        finish.record(self.tick, self.cycle_us, t_finish)
+        finish.record(tick, cycle_us, t_finish)
         # the host services' frames, called only where there is one to send (make
         # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
         if self.logq.waiting:
             self.logq.pump(self)
-        if self.tick % services.TIMING_SLOTS == finish.slot:
-            finish.pump(self, self.tick)
+        if tick % services.TIMING_SLOTS == finish.slot:
+            finish.pump(self, tick)
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,

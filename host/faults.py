@@ -203,6 +203,28 @@ def cost_table():
         name = " ".join(f[1:-6])
         us = float(f[-5])
         out.append("| %s | %d | %.2f | %s | %s |" % (name, us, us / base if base else 0.0, f[-3], f[-1]))
+    return "\n".join(out) + "\n" + mcu_cost_table()
+
+
+def mcu_cost_table(results=ROOT / "bench" / "results.json"):
+    """The same cases on the emulated Cortex-M4F (make mcu-bench: exact instruction counts,
+    the firmware frozen, without and with linkcore), where bench/results.json has them."""
+    try:
+        with open(results) as f:
+            m4f = json.load(f)["mcu"]["m4f"]
+        native, python = m4f["fault_cost"], m4f["python"]["fault_cost"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    out = ["", "On the emulated Cortex-M4F (`make mcu-bench`, bench/results.json: instructions per",
+           "cycle, exact under QEMU's -icount; one agent without its node, as above). linkcore, the",
+           "native core, covers the agent without neighbour checks only (firmware/linkstate.py",
+           "`covers`): with checks the agent runs the pure Python, so on a board the checks also",
+           "cost linkcore's speed-up.", "",
+           "| case | pure Python | vs none | with linkcore.mpy | vs none (linkcore) |", "|---|---|---|---|---|"]
+    p0, n0 = python["none"]["instructions"], native["none"]["instructions"]
+    for name in python:
+        p, n = python[name]["instructions"], native[name]["instructions"]
+        out.append("| %s | %d | %.2f | %d | %.2f |" % (name, p, p / p0, n, n / n0))
     return "\n".join(out) + "\n"
 
 

@@ -97,10 +97,16 @@ class GoalProcess:
         return out + [self.frame(m.SYNC, m.BROADCAST, (tick,))] + [
             self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)] * self.copies
 
-    def ping(self):
-        """PING to every node: each answers STATUS (after the last tick: link health)."""
-        self.status = {}
+    def ping(self, fresh=True):
+        """PING to every node: each answers STATUS (after the last tick: link health);
+        `fresh` forgets the answers so far (False: asking again those that did not answer)."""
+        if fresh:
+            self.status = {}
         return self.frame(m.COMMAND, m.BROADCAST, (m.CMD_PING, 0.0))
+
+    def status_missing(self):
+        """Links in the team (not dead) whose STATUS has not come."""
+        return [i for i in range(1, self.n + 1) if i not in self.status and i - 1 not in self.dead]
 
     @property
     def complete(self):

@@ -151,6 +151,18 @@ def test_faults_are_deterministic(tmp_path):
     assert a["faults"]["bus"]["lost"] > 0
 
 
+def test_every_link_reports_its_status_on_a_lossy_bus(tmp_path):
+    """30 % frame loss (with the 10 % of loss10) at the end of a run loses PINGs and
+    STATUS frames: the host asks again, and every link's health reaches the summary
+    (one PING round heard none of the ten links here); a link that never answers is
+    named in nodes_missing."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "frame_loss"\nrate = 0.1\n'
+                  '[[fault]]\nkind = "frame_loss"\nrate = 0.3\nstart = 0.9\nseed = 1\n', duration=1.0)
+    s = run(sc, tmp_path, "lossy")[0]
+    assert s["status"] == "ok" and s["faults"]["bus"]["lost"] > 0
+    assert [n["link"] for n in s["nodes"]] == list(range(1, 11)) and s["nodes_missing"] == []
+
+
 @pytest.mark.parametrize("text, field, line", [
     ('[[fault]]\nkind = "node_crash"\nstart = 1.0\n', "fault[0].link", 1),
     ('[[fault]]\nkind = "motor_weak"\nlink = 2\nrate = 0.5\n', "fault[0].rate", 4),

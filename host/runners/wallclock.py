@@ -227,19 +227,24 @@ def reset_links(transport, lockstep):
     transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
 
 
-def collect_status(gp, transport, timeout=2.0):
+def collect_status(gp, transport, timeout=3.0, tries=6):
     """After the last tick: PING every node and take in frames for the host until every
-    node's STATUS is in (link health for the summary) or `timeout` s pass. On a UART ring
+    node's STATUS is in (link health for the summary) or `timeout` s pass, asking again
+    (`tries` in all) where a PING or a STATUS was lost (a lossy bus). On a UART ring
     round a dead node the PING goes into both ends, as the cycle's frames do."""
-    if gp.dead and getattr(transport, "return_fd", None) is not None:
-        transport.broadcast_batch([gp.ping()])
-    else:
-        transport.send(gp.ping())
-    end = time.perf_counter() + timeout
-    while len(gp.status) < gp.n - len(gp.dead) and time.perf_counter() < end:
-        f = transport.recv(max(0.0, end - time.perf_counter()))
-        if f is not None and len(f) > 2 and f[2] == m.HOST:
-            gp.on_frame(f)
+    for k in range(tries):
+        ping = gp.ping(fresh=k == 0)
+        if gp.dead and getattr(transport, "return_fd", None) is not None:
+            transport.broadcast_batch([ping])
+        else:
+            transport.send(ping)
+        end = time.perf_counter() + timeout / tries
+        while gp.status_missing() and time.perf_counter() < end:
+            f = transport.recv(max(0.0, end - time.perf_counter()))
+            if f is not None and len(f) > 2 and f[2] == m.HOST:
+                gp.on_frame(f)
+        if not gp.status_missing():
+            return
 
 
 class HostSchedstat:
