@@ -250,7 +250,7 @@ def cut(r0, r1, r2):
     add(r7, 14)          # noqa: F821  out = blk + 616 + f * 64
     mov(r4, r7)          # noqa: F821
     add(r4, 64)          # noqa: F821  its end
-    label(DLOOP)         # noqa: F821  COBS-decode p..j: framing.cobs_decode_at
+    label(DLOOP)         # noqa: F821  COBS-decode p..j (cobs_decode_span's loop: an asm_thumb function calls no other)
     cmp(r1, r6)          # noqa: F821
     bcs(DDONE)           # noqa: F821
     ldrb(r2, [r1, 0])    # noqa: F821  code (no 0x00 before j)
