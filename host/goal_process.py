@@ -104,9 +104,10 @@ class GoalProcess:
             self.status = {}
         return self.frame(m.COMMAND, m.BROADCAST, (m.CMD_PING, 0.0))
 
-    def status_missing(self):
-        """Links in the team (not dead) whose STATUS has not come."""
-        return [i for i in range(1, self.n + 1) if i not in self.status and i - 1 not in self.dead]
+    def status_missing(self, dead=False):
+        """Links whose STATUS has not come: those whose process is not known gone (worth
+        asking again), or with `dead` every one (summary.json nodes_missing)."""
+        return [i for i in range(1, self.n + 1) if i not in self.status and (dead or i - 1 not in self.dead)]
 
     @property
     def complete(self):

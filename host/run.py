@@ -69,7 +69,7 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     summary["collisions"] = int(loop.plant.collisions)
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
-    summary["nodes_missing"] = loop.gp.status_missing()   # in the team, no STATUS came
+    summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
     if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/faults.py)
         from host.faults import fault_summary
         summary["faults"] = fault_summary(loop)

@@ -38,6 +38,7 @@ def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
     team = s["faults"]["team"]
     assert [e["link"] for e in team] == [5] and team[0]["text"].startswith("dropped")
     assert 5 not in s["faults"]["members"]
+    assert [n["link"] for n in s["nodes"]] == [1, 2, 3, 4, 6, 7, 8, 9, 10] and s["nodes_missing"] == [5]
     _dead_in_time_series(d, 5, team[0]["t"])
     rep = [r for r in s["faults"]["reports"] if r["link"] == 6]
     assert rep and "neighbour_silent" in rep[0]["text"]
@@ -163,6 +164,35 @@ def test_every_link_reports_its_status_on_a_lossy_bus(tmp_path):
     assert [n["link"] for n in s["nodes"]] == list(range(1, 11)) and s["nodes_missing"] == []
 
 
+def test_status_is_asked_for_again_where_it_was_lost(tmp_path):
+    """wallclock.collect_status (processes, HIL): a PING round whose STATUS frames were lost
+    for some links is followed by another that asks again, until every link not known dead
+    has answered; a dead link is not waited for, and stays in nodes_missing."""
+    from bus_protocol import messages as m
+    from host.goal_process import GoalProcess
+    from host.runners import wallclock
+    gp = GoalProcess(scenario(tmp_path))
+    gp.dead = {6}   # link 7's process is gone
+
+    class Lossy:
+        """Answers each PING with the STATUS of the links that round does not lose."""
+        def __init__(self):
+            self.rounds, self.queue = 0, []
+
+        def send(self, frame):
+            self.rounds += 1
+            lost = {1: {2, 3, 9}, 2: {3}}.get(self.rounds, set())
+            self.queue = [m.encode(m.STATUS, i, m.HOST, 0, (0, 1, 0, 0, 0, 0, 0))
+                          for i in range(1, 11) if i not in lost and i != 7]
+
+        def recv(self, timeout):
+            return self.queue.pop(0) if self.queue else None
+    t = Lossy()
+    wallclock.collect_status(gp, t, timeout=0.3, tries=6)
+    assert t.rounds == 3 and sorted(gp.status) == [1, 2, 3, 4, 5, 6, 8, 9, 10]
+    assert gp.status_missing() == [] and gp.status_missing(dead=True) == [7]
+
+
 @pytest.mark.parametrize("text, field, line", [
     ('[[fault]]\nkind = "node_crash"\nstart = 1.0\n', "fault[0].link", 1),
     ('[[fault]]\nkind = "motor_weak"\nlink = 2\nrate = 0.5\n', "fault[0].rate", 4),
@@ -198,7 +228,7 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     assert any(r["link"] == 6 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
     assert np.ptp(d["q"][d["t"] > 1.6, 4]) < 2e-3
     # every live node's last STATUS reached the host (on the ring: from beyond the dead one too)
-    assert [n["link"] for n in s["nodes"]] == [1, 2, 3, 4, 6, 7, 8, 9, 10]
+    assert [n["link"] for n in s["nodes"]] == [1, 2, 3, 4, 6, 7, 8, 9, 10] and s["nodes_missing"] == [5]
     _dead_in_time_series(d, 5, s["faults"]["team"][1]["t"])
     ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
