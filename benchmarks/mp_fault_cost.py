@@ -11,6 +11,7 @@
 #   2 copies d=1  check d=1 with [bus] kinematic_copies = 2: every K frame comes twice
 #               (the second is dropped by its tick) and K_i goes out twice
 # Prints "COST <case> us <median> frames <n> bytes <logical bytes in>" (lowest median of 5 rounds).
+import gc
 import sys
 import time
 
@@ -25,6 +26,7 @@ from firmware import kinematic_bus as kb    # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402
 from firmware.hal.sim import SimHAL          # noqa: E402
 
+US = 1.0   # microseconds per clock count
 try:
     ticks_us, ticks_diff = time.ticks_us, time.ticks_diff
 except AttributeError:   # CPython
@@ -33,6 +35,9 @@ except AttributeError:   # CPython
 
     def ticks_diff(a, b):
         return a - b
+if sys.platform == "qemu":   # make mcu-bench: the SysTick counter, 40 instructions a count
+    from mp_node_cycle import clock
+    ticks_us, ticks_diff, US = clock()
 
 LINK = 5
 DH = ("revolute", 0.0, 0.0, 0.75, 0.0)
@@ -69,6 +74,7 @@ def measure(depth, out, cycles, copies=1):
             for j in range(out):
                 agent.receive(m.encode(m.COMMAND, 0, 255, 0, (m.CMD_NODE_OUT, float(LINK - 1 - j))))
         fs = pre[k] if k >= 2 or not out else frames(k, depth, 0, copies)
+        gc.collect()   # every cycle from the same heap (an allocation's cost depends on it)
         t0 = ticks_us()
         for f in fs:
             agent.receive(f)
@@ -76,7 +82,7 @@ def measure(depth, out, cycles, copies=1):
     if agent.kin_tick != cycles - 1 or agent.skip != out:
         raise AssertionError("agent did not compose: kin_tick %d skip %d" % (agent.kin_tick, agent.skip))
     times = sorted(times[2:])
-    return times[len(times) // 2], len(pre[-1]), sum(len(f) for f in pre[-1])
+    return times[len(times) // 2] * US, len(pre[-1]), sum(len(f) for f in pre[-1])
 
 
 def main(cycles=400, rounds=5):
@@ -89,7 +95,7 @@ def main(cycles=400, rounds=5):
             if name not in best or us < best[name][0]:
                 best[name] = (us, n, nbytes)
     for name in [c[0] for c in CASES]:
-        print("COST %-10s us %d frames %d bytes %d" % ((name,) + best[name]))
+        print("COST %-10s us %.3f frames %d bytes %d" % ((name,) + best[name]))
 
 
 if __name__ == "__main__":
