@@ -217,10 +217,11 @@ def mcu_cost_table(order=(), results=ROOT / "bench" / "results.json"):
         return ""
     out = ["", "On the emulated Cortex-M4F (`make mcu-bench`, bench/results.json: instructions per",
            "cycle under QEMU's -icount, the median of 38 cycles each from a collected heap, timed",
-           "by the SysTick; a rebuild moves a case by ~1-2 %; one agent without its node, as above). linkcore, the",
-           "native core, covers the agent without neighbour checks only (firmware/linkstate.py",
-           "`covers`): with checks the agent runs the pure Python, so on a board the checks also",
-           "cost linkcore's speed-up.", "",
+           "by the SysTick; one agent without its node, as above; two builds of one tree differ by",
+           "up to 2 % a case). linkcore, the native core, covers the agent without neighbour checks",
+           "only (firmware/linkstate.py `covers`): with checks the agent runs the pure Python, so on",
+           "a board the checks also cost linkcore's speed-up (the two columns run the same Python",
+           "there and differ by up to 6 %: the heap's layout with linkcore loaded).", "",
            "| case | pure Python | vs none | with linkcore.mpy | vs none (linkcore) |", "|---|---|---|---|---|"]
     p0, n0 = python["none"]["instructions"], native["none"]["instructions"]
     for name in sorted(python, key=lambda k: list(order).index(k) if k in order else len(order)):

@@ -97,7 +97,7 @@ def mine_cases(cases=200):
     for t in range(cases):
         frames = []
         for _ in range(1 + rnd(5)):
-            n = (4 + rnd(60), 64, 65, 70)[rnd(4)] if rnd(3) else 6 + rnd(8)
+            n = (4 + rnd(60), 64, 65, 70, 4 + rnd(3))[rnd(5)] if rnd(3) else 6 + rnd(8)   # short: < 8 COBS bytes
             f = bytearray(n)
             for i in range(n):
                 f[i] = (0, 0, 255)[rnd(3)] if rnd(5) == 0 else rnd(256)
