@@ -221,7 +221,7 @@ def mcu_cost_table(order=(), results=ROOT / "bench" / "results.json"):
            "up to 2 % a case). linkcore, the native core, covers the agent without neighbour checks",
            "only (firmware/linkstate.py `covers`): with checks the agent runs the pure Python, so on",
            "a board the checks also cost linkcore's speed-up (the two columns run the same Python",
-           "there and differ by up to 6 %: the heap's layout with linkcore loaded).", "",
+           "there and differ by up to ~7 %, with the build: the heap's layout with linkcore loaded).", "",
            "| case | pure Python | vs none | with linkcore.mpy | vs none (linkcore) |", "|---|---|---|---|---|"]
     p0, n0 = python["none"]["instructions"], native["none"]["instructions"]
     for name in sorted(python, key=lambda k: list(order).index(k) if k in order else len(order)):
