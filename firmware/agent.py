@@ -196,6 +196,9 @@ class LinkAgent:
         self.nb_period = float(nb.get("period", 0.0))        # control period (s)
         self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
         self.nb_readmit = int(nb.get("readmit_cycles", 3))
+        # link N-1: its K also goes to the host, the tip's distal neighbour for the check
+        # (host/goal_process.py check_tip); and while the tip is out, to bridge it
+        self.k_to_host = bool(nb.get("to_host", False))
         self.copies = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
@@ -435,9 +438,9 @@ class LinkAgent:
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
         k = (self.tick,) + quat + p + vel + w
-        self.send(m.KINEMATIC, self.down, k, None, self.copies)
-        if self.tip_out:   # the host bridges the tip from K_{N-1} (host/goal_process.py)
-            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)
+        if self.tip_out or self.k_to_host:   # the host checks or bridges the tip from K_{N-1}:
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)   # first, so that on every medium
+        self.send(m.KINEMATIC, self.down, k, None, self.copies)    # it is in before the tip's K_N
 
     def send_kinematic(self):
         """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
@@ -454,7 +457,7 @@ class LinkAgent:
             send(self._tx, K_FRAME)
             copies -= 1
         self._seq = (self._seq + 1) & 0xFFFF
-        if self.tip_out:   # the host bridges the tip from K_{N-1}
+        if self.tip_out or self.k_to_host:   # the host checks or bridges the tip from K_{N-1}
             self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
 
     def injected(self, tick):

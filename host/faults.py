@@ -62,6 +62,8 @@ def _reaction(text):
         return "bridged by host"
     if text.startswith("link") and "disagrees" in text:
         return "braked by host"
+    if text.startswith("host: K_"):
+        return "braked by host (tip check)"
     if text.startswith("host:"):
         return "braked by host (torque check)"
     return ""
@@ -252,6 +254,10 @@ NOTES = """## What each reaction means
 - braked by host (torque check): the host recomputed the link's torque from the components its
   TORQUE report carries, u = sat(sum k_j u_j), and it disagreed: the host brakes it (fault
   `neighbour_disagrees`) and drops it; its distal neighbour bridges it.
+- braked by host (tip check): with `[behaviours.neighbours] check_tip`, link N-1 also sends
+  its K to the host, which checks the tip's K_N against K_N recomputed from it, as a
+  neighbour checks (the tip has none); failed twice in a row, the host brakes and drops the
+  tip and bridges it from K_{N-1}.
 - none: nothing detects the fault (a weak motor, latency inside the period); the adaptive goal
   absorbs it.
 
@@ -299,11 +305,13 @@ NOTES = """## What each reaction means
   within 0.3 s, on both media; each alone tracks).
 - A killed process comes back where its `node_crash` has an `end`, on CAN only (a UART
   node's neighbours do not re-open their wires to a rebooted board).
-- A compute fault of the tip goes undetected: no node recomputes K_N (the host bridges a
-  dead tip, it does not check a live one's K_N). Link 10 with its K_N off by 0.1 m from
-  18 s ran to the end with status ok and e_rms 73.1 mm (26 x), in-process and on CAN; a
-  torque fault of the tip is caught by the host's torque check like any link's. An offset
-  under the neighbour check's 1 cm tolerance passes too (link 6 off by 5 mm: 4.58 mm, 1.65 x).
+- A compute fault of the tip: no node recomputes K_N. Without `[behaviours.neighbours]
+  check_tip` (off by default: one more K frame a tick on link N-1's way to the host)
+  nothing detects it: link 10 with its K_N off by 0.1 m from 18 s ran to the end with status
+  ok and e_rms 73.1 mm (26 x), in-process and on CAN. With it the host checks K_N as a
+  neighbour would (`tip-compute-fault`, rows above). A torque fault of the tip is caught by
+  the host's torque check like any link's. An offset under the neighbour check's 1 cm
+  tolerance passes (link 6 off by 5 mm: 4.58 mm, 1.65 x).
 - Detected and bridged times are when the report reached the host: a neighbour's LOG line
   in processes mode comes a tick after its in-process twin (compute-fault-link4: 17 ms
   against 8 ms; the runs are otherwise bit-identical).

@@ -78,6 +78,13 @@ class GoalProcess:
         tip = sc.links[-1]
         self.tip_dh = (kinematic_bus.joint_type(tip["type"]), (tip["theta"], tip["d"], tip["a"], tip["alpha"]))
         self.q_tip = None     # joint N's lock angle while it is bridged
+        # Hamilton's check of the tip, which has no distal neighbour: the host recomputes K_N
+        # from K_{N-1} (link N-1 sends it the host too: [behaviours.neighbours] check_tip)
+        # with the tolerance the tip's own check uses (None: no check)
+        cfgs = getattr(sc, "agent_configs", None) or [{}, {}]
+        tip_check = len(cfgs) > 1 and (cfgs[-2].get("neighbours") or {}).get("to_host")
+        self.tip_tol = cfgs[-1]["neighbours"]["tol"] if tip_check else None
+        self.tip_bad = 0      # ticks in a row K_N failed the check
 
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
@@ -93,6 +100,7 @@ class GoalProcess:
         self.got = [False] * self.n
         self.n_got = 0
         self.ee = None
+        self.k_pair = [None, None]   # this tick's K_{N-1} and K_N (check_tip)
         out, self.pending = self.pending, []
         return out + [self.frame(m.SYNC, m.BROADCAST, (tick,))] + [
             self.frame(m.KINEMATIC, 1, (tick,) + self.base_packet)] * self.copies
@@ -176,15 +184,22 @@ class GoalProcess:
                         if self.member[i]:
                             self.n_got += 1
             return []
-        if mtype == m.KINEMATIC and v[0] == self.tick and not self.closed:
-            if src == self.n and self.member[src - 1]:
+        if mtype == m.KINEMATIC and v[0] == self.tick:
+            out = []
+            if self.tip_tol is not None and src >= self.n - 1 and self.member[self.n - 1]:
+                out = self.check_tip(src, v)
+            if self.closed:
+                return out
+            tip_in = self.member[self.n - 1]
+            if src == self.n and tip_in:
                 self.ee = self.ee_last = (v[1:5], v[5:8], v[8:11], v[11:14])   # plain floats: cheaper than numpy here
-            elif src == self.n - 1 and not self.member[src] and self.ee_last is not None:
-                self.ee = self.ee_last = self.bridge_tip(v)
+            elif not tip_in and self.ee_last is not None and (src == self.n - 1 or self.k_pair[0] is not None):
+                # the tip is out: K_N from K_{N-1} (this K_N just failed check_tip: from the K_{N-1} it had)
+                self.ee = self.ee_last = self.bridge_tip(v if src == self.n - 1 else self.k_pair[0])
             else:
-                return []
+                return out
             self.t_ee = self.t
-            return self.close_cycle()
+            return out + self.close_cycle()
         if mtype == m.ASSERT and v[0] == self.tick:
             if self.closed:
                 self.late_asserts += 1   # missed this cycle's rebroadcast
@@ -225,6 +240,28 @@ class GoalProcess:
             return []
         self.events.append((self.t, link, "host: link %d torque off by %.4g from its components" % (link, off)))
         return self.brake_out(link, "torque disagrees with its components")
+
+    def check_tip(self, src, v):
+        """Hamilton's round-robin check closed by the host: K_N against K_N recomputed from
+        K_{N-1} with the joint value the two packets imply (firmware/neighbours.py mismatch),
+        once both of the tick are in, whichever came first (copies: the first of each).
+        Failed twice in a row: the tip is braked and dropped like a link its neighbour
+        reports, and bridged from K_{N-1} from the next tick."""
+        j = src - self.n + 1   # 0: K_{N-1}, 1: K_N
+        if self.k_pair[j] is not None:
+            return []
+        self.k_pair[j] = v
+        k0, k1 = self.k_pair
+        if k0 is None or k1 is None:
+            return []
+        jt, dh = self.tip_dh
+        e = neighbours.mismatch(jt, dh, k0, k1)[0]
+        self.tip_bad = self.tip_bad + 1 if e > self.tip_tol else 0
+        if self.tip_bad < 2:
+            return []
+        self.tip_bad = 0
+        self.events.append((self.t, self.n, "host: K_%d off by %.4g from K_%d" % (self.n, e, self.n - 1)))
+        return self.brake_out(self.n, "K_N disagrees with K_N-1")
 
     def tip_gone(self):
         """The tip's process is known gone (processes mode): nobody would bridge this tick's

@@ -121,6 +121,8 @@ class Scenario:
                    for j in range(i - 1, max(-1, i - 1 - nb["depth"]), -1)],
             "period": 1.0 / self.control_rate_hz,
             "tol": nb["tol"], "readmit_cycles": nb["readmit_cycles"]}
+        if nb.get("check_tip") and i == len(self.links) - 2:   # link N-1: its K to the host too,
+            cfg["neighbours"]["to_host"] = True                   # which checks the tip
 
 
     def _injections(self):

@@ -51,7 +51,9 @@ BEHAVIOURS = {
                              for name in DEFAULT_REACTIONS}},
     # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal neighbours
     "neighbours": {"depth": F("int", 1, 1, 2), "tol": F("float", 1e-2, 0.0),
-                   "readmit_cycles": F("int", 3, 1)},
+                   "readmit_cycles": F("int", 3, 1),
+                   # the host checks the tip's K_N from K_{N-1} (one more K frame a tick)
+                   "check_tip": F("bool", False)},
 }
 GAINS = {"wp": F("float", REQUIRED, 0.0), "wv": F("float", REQUIRED, 0.0),
          "delta": F("float", 0.0, 0.0), "alpha": F("float", 0.0, 0.0), "beta": F("float", 0.0, 0.0),

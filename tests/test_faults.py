@@ -79,6 +79,27 @@ def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, faul
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
 
 
+TIP_FAULT = '[[fault]]\nkind = "compute_fault"\nlink = 10\nstart = %g\noffset = 0.1\n' % T_FAULT
+
+
+def test_compute_fault_of_the_tip_found_by_the_host_within_three_cycles(tmp_path, fault_free):
+    """The tip has no distal neighbour: with check_tip the host recomputes K_N from the
+    K_{N-1} link N-1 also sends it, brakes and drops the tip after two failed checks and
+    bridges it; without, nothing finds the fault and the tip stays in the team."""
+    sc = scenario(tmp_path, TIP_FAULT, extra="[behaviours.neighbours]\ncheck_tip = true\n")
+    s, d = run(sc, tmp_path, "tip")
+    assert s["status"] == "ok"
+    team = s["faults"]["team"]
+    assert team[0]["link"] == 10 and team[0]["text"].startswith("host: K_10 off by 0.1")
+    assert team[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
+    assert "bridged by the host" in [e["text"] for e in team if e["link"] == 10]
+    assert s["nodes"][9]["state"] == "braked" and 10 not in s["faults"]["members"]
+    assert np.ptp(d["q"][d["t"] > T_FAULT + 0.05, 9]) < 2e-3
+    assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+    unchecked = run(scenario(tmp_path, TIP_FAULT), tmp_path, "tip-unchecked")[0]
+    assert 10 in unchecked["faults"]["members"] and unchecked["e_rms_m"] > 2 * fault_free["e_rms_m"]
+
+
 def test_fault_free_run_latches_nothing(fault_free):
     # the joint response checks (frozen encoder on by default, the motor check on in
     # reference-ft) and the host's torque check stay quiet on a healthy arm
@@ -234,11 +255,15 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
 
 
-def test_compute_fault_on_a_uart_ring_as_in_process(tmp_path):
+@pytest.mark.parametrize("link, bus, extra", [(4, "uart", ""), (10, "can", "[behaviours.neighbours]\ncheck_tip = true\n"),
+                                              (10, "uart", "[behaviours.neighbours]\ncheck_tip = true\n")])
+def test_compute_fault_on_a_uart_ring_as_in_process(link, bus, extra, tmp_path):
     """The check, the report to the host and its brake also work across a UART ring (the
-    overheard K_3 passed on by link 4, the report going round to the host)."""
-    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = 1.5\noffset = 0.1\n', duration=2.5)
-    s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus="uart", lockstep=True, quiet=True, make_plots=False)
+    overheard K_3 passed on by link 4, the report going round to the host), and the host's
+    check of the tip (K_9 for the host through the tip, on the ring) on CAN and the ring."""
+    sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = %d\nstart = 1.5\noffset = 0.1\n' % link,
+                  duration=2.5, extra=extra)
+    s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus=bus, lockstep=True, quiet=True, make_plots=False)
     ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
     assert s["status"] == "ok", s["reason"]
     got = sorted((r["link"], r["text"].split(":")[0], r["t"]) for r in s["faults"]["reports"])
