@@ -438,9 +438,11 @@ class LinkAgent:
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
         k = (self.tick,) + quat + p + vel + w
-        if self.tip_out or self.k_to_host:   # the host checks or bridges the tip from K_{N-1}:
-            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)   # first, so that on every medium
-        self.send(m.KINEMATIC, self.down, k, None, self.copies)    # it is in before the tip's K_N
+        if self.k_to_host:   # the host checks the tip from K_{N-1}: first, so that it is in
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)   # before K_N on every medium
+        self.send(m.KINEMATIC, self.down, k, None, self.copies)
+        if self.tip_out and not self.k_to_host:   # the host bridges the tip from K_{N-1}
+            self.send(m.KINEMATIC, m.HOST, k, None, self.copies)   # (after: as linkcore's)
 
     def send_kinematic(self):
         """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
