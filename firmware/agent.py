@@ -459,7 +459,8 @@ class LinkAgent:
             send(self._tx, K_FRAME)
             copies -= 1
         self._seq = (self._seq + 1) & 0xFFFF
-        if self.tip_out or self.k_to_host:   # the host checks or bridges the tip from K_{N-1}
+        if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
+            # the pure Python: linkstate.covers leaves out neighbour checks)
             self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
 
     def injected(self, tick):
@@ -612,7 +613,7 @@ class LinkAgent:
         if fault:   # the fault's reaction
             if self.q_lock is None:
                 self.q_lock = q
-            braked = state == safety.BRAKED
+            braked = state == BRAKED
             if braked != hal.braked:
                 hal.set_brake(braked)
             if sf.faults & safety.F_SENSOR:
