@@ -1,4 +1,4 @@
-# framing.cobs_encode_into / cobs_decode_into / cobs_peek / split_into / find0 / put with
+# framing.cobs_encode_at / cobs_decode_into / cobs_peek / split_into / find0 / put with
 # MicroPython's viper emitter: the loops of bus_protocol/framing.py, byte for byte,
 # ~10x faster on a node's hot path.
 # Imported by framing.py only where it compiles (MicroPython with native code); CPython
@@ -7,12 +7,12 @@ import micropython
 
 
 @micropython.viper
-def cobs_encode_into(data, n: int, out) -> int:
+def cobs_encode_at(data, n: int, out, o: int) -> int:
     s = ptr8(data)     # noqa: F821  (viper builtin)
     d = ptr8(out)      # noqa: F821
-    code_i = 0
+    code_i = o
     code = 1
-    o = 1
+    o += 1
     i = 0
     while i < n:
         b = s[i]

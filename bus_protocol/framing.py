@@ -3,13 +3,13 @@
 # Runs unchanged under CPython and MicroPython; never touches a port.
 
 
-def cobs_encode_into(data, n, out):
-    """Consistent Overhead Byte Stuffing of data[:n] into `out` (a bytearray of at
-    least n + n // 254 + 2), followed by the 0x00 delimiter; returns the bytes written.
-    The output holds no 0x00 before the delimiter."""
-    code_i = 0      # where the current block's code byte goes
+def cobs_encode_at(data, n, out, o):
+    """Consistent Overhead Byte Stuffing of data[:n] into out[o:] (room for at least
+    n + n // 254 + 2 bytes), followed by the 0x00 delimiter; returns the end (o + the
+    bytes written). The output holds no 0x00 before the delimiter."""
+    code_i = o      # where the current block's code byte goes
     code = 1
-    o = 1
+    o += 1
     for i in range(n):
         b = data[i]
         if b:
@@ -26,6 +26,11 @@ def cobs_encode_into(data, n, out):
     out[code_i] = code
     out[o] = 0
     return o + 1
+
+
+def cobs_encode_into(data, n, out):
+    """cobs_encode_at from out[0]: returns the bytes written."""
+    return cobs_encode_at(data, n, out, 0)
 
 
 def cobs_decode_into(data, i, j, out):
@@ -253,12 +258,12 @@ def cut(data, blk, span):
 
 
 try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
-    from bus_protocol.thumb import (cobs_decode_into, cobs_decode_span, cobs_encode_into,  # noqa: F811
+    from bus_protocol.thumb import (cobs_decode_into, cobs_decode_span, cobs_encode_at,  # noqa: F811
                                     cobs_peek, cut, find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
         from bus_protocol.cobs_native import (cobs_decode_at, cobs_decode_into,  # noqa: F811
-                                              cobs_encode_into, cobs_peek, find0, put, split_into)
+                                              cobs_encode_at, cobs_peek, find0, put, split_into)
     except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
         pass
 

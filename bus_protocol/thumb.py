@@ -1,4 +1,4 @@
-# framing's byte loops (COBS encoder, decoder and peek, find0, put, cut, split_into) and
+# framing's byte loops (COBS encoder at an offset, decoder and peek, find0, put, cut, split_into) and
 # messages' CRC in ARM Thumb assembly (MicroPython's inline assembler, 16-bit Thumb-1
 # instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
 # Imported by framing.py and messages.py first where @micropython.asm_thumb exists;
@@ -542,8 +542,10 @@ def crc16(r0, r1, r2):
 
 
 @micropython.asm_thumb
-def cobs_encode_into(r0, r1, r2):
-    # r0 data, r1 n, r2 out -> bytes written: framing.cobs_encode_into's loop
+def cobs_encode_at(r0, r1, r2, r3):
+    # r0 data, r1 n, r2 out, r3 o -> the end: framing.cobs_encode_at's loop, at out + o
+    add(r2, r2, r3)      # noqa: F821
+    push({r3})           # noqa: F821  o, for the end
     mov(r3, 0)           # noqa: F821  code_i
     mov(r4, 1)           # noqa: F821  code
     mov(r5, 1)           # noqa: F821  o
@@ -574,7 +576,9 @@ def cobs_encode_into(r0, r1, r2):
     add(r7, r2, r5)      # noqa: F821
     mov(r6, 0)           # noqa: F821
     strb(r6, [r7, 0])    # noqa: F821  the delimiter
-    add(r0, r5, 1)       # noqa: F821
+    add(r0, r5, 1)       # noqa: F821  bytes written
+    pop({r3})            # noqa: F821
+    add(r0, r0, r3)      # noqa: F821
 
 
 @micropython.asm_thumb

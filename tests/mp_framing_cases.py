@@ -29,6 +29,9 @@ def main(cases=150):
             data[i] = (0, 1, 255)[rnd(3)] if rnd(4) == 0 else rnd(256)
         wire = bytearray(n + n // 254 + 2)
         k = framing.cobs_encode_into(data, n, wire)
+        o = rnd(5)   # at an offset, the bytes around it left as they were
+        at = bytearray(b"\x5a" * (o + n + n // 254 + 4))
+        ea = framing.cobs_encode_at(data, n, at, o)
         run = bytearray(wire[:k - 1])
         if rnd(3) == 0 and k > 2:
             run[rnd(k - 1)] = rnd(256)           # corrupt one byte
@@ -43,8 +46,8 @@ def main(cases=150):
         acc = bytearray(80)
         st = array("i", (0, 0))
         j = framing.split_into(wire, 0, k, acc, st)
-        print("C%d %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
-            t, k, hx(wire[:k]), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
+        print("C%d %d %s %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
+            t, k, hx(wire[:k]), ea, hx(at), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
             j, st[0], st[1], m.crc16(data, n), cut_case(run)))
     mine_cases()
 

@@ -422,7 +422,7 @@ def test_cobs_viper_loops_match_the_python_loops_under_micropython():
     code = '''
 import random
 from bus_protocol import framing, cobs_native
-assert framing.cobs_encode_into is cobs_native.cobs_encode_into
+assert framing.cobs_encode_at is cobs_native.cobs_encode_at
 exec(open("bus_protocol/framing.py").read().split("try:  # ARM boards")[0], g := {})
 random.seed(7)
 diff = 0

@@ -42,6 +42,10 @@ def test_node_block_constants_are_framings():
     from firmware import node
     assert (node._POOL, node._FRAME, node._NMINE, node._MINE_N, node._FROM_DOWN) == (
         framing.POOL, framing.POOL_FRAME, framing.BLK_NMINE, framing.BLK_MINE_N, framing.FROM_DOWN)
+    assert (node._TX_UP, node._TX_DOWN, node._ROOM) == (
+        framing.BLK_TX, framing.BLK_TX + framing.TX, framing.TX - framing.MAX_WIRE - 1)
+    # the longest frame, COBS-encoded with its delimiter, fits after _ROOM queued bytes
+    assert node._ROOM + m.MAX_FRAME + m.MAX_FRAME // 254 + 2 <= framing.TX
     assert framing.POOL_FRAME == m.MAX_FRAME
     assert framing.BLK_MINE_N + framing.POOL <= framing.BLK_POOL
     assert framing.BLK == framing.BLK_POOL + framing.POOL * framing.POOL_FRAME
