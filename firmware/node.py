@@ -7,10 +7,11 @@
 from array import array
 
 try:
+    import micropython
     from micropython import const
-except ImportError:   # CPython
-    def const(x):
-        return x
+except ImportError:  # CPython
+    from firmware.hal import micropython
+    const = micropython.const
 
 from bus_protocol import framing
 from bus_protocol import messages as m
@@ -137,6 +138,7 @@ class ChainNode:
                         v |= s << 2 * side
             t[dst] = v
 
+    @micropython.native   # (LinkAgent.receive says why)
     def send(self, buf, n=None):
         """The agent's frame, COBS-encoded straight into the transmit buffer of the port(s)
         it goes to (make mcu-bench: encoding it aside and copying it over cost ~4k
@@ -327,6 +329,7 @@ class ChainNode:
         b = self._blk
         return b[_NMINE + 3] if b[_NMINE + 4] else -1
 
+    @micropython.native   # (LinkAgent.receive says why)
     def poll(self):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
         at most one read per port per call. Written out per port, with framing.cut

@@ -17,3 +17,13 @@ except ImportError:  # CPython
         return perf_counter_ns() // 1000
 
     from operator import sub as ticks_diff   # a - b, without a Python call per use
+
+
+try:
+    import micropython
+except ImportError:  # CPython: what the firmware uses of the micropython module
+    class micropython:
+        """const() and the @micropython.native decorator as no-ops (MicroPython's compiler
+        acts on both where it compiles the firmware)."""
+        const = staticmethod(lambda x: x)
+        native = staticmethod(lambda f: f)
