@@ -97,6 +97,7 @@ class LinkAgent:
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
         self._report = getattr(hal, "report", None)
         self._feed_joint = getattr(hal, "on_joint_state", None)
+        self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self.configure(cfg)
         self.status_every = int(cfg.get("status_every", 12))
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
@@ -267,8 +268,8 @@ class LinkAgent:
                     elif t == m.SYNC:
                         if self._rx_ints[0] != self.tick:
                             self.on_sync(self._rx_ints[0])
-                    elif self._feed_joint is not None:   # JOINT_STATE
-                        self._feed_joint(linkstate.joint_state(self.S, self._rx_ints))
+                    elif self._take_joint is not None:   # JOINT_STATE
+                        self._take_joint(self.S, linkstate.S_JOINT, self._rx_ints)
                 except Exception as e:
                     self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
                 if self.safety.pending:

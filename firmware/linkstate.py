@@ -69,12 +69,6 @@ def state(agent):
     return S
 
 
-def joint_state(S, ints):
-    """The values of a JOINT_STATE that linkcore.rx took (SimHAL.on_joint_state's)."""
-    return (ints[0], S[S_JOINT], S[S_JOINT + 1], ints[1], S[S_JOINT + 2], S[S_JOINT + 3], S[S_JOINT + 4],
-            S[S_JOINT + 5], S[S_JOINT + 6], S[S_JOINT + 7])
-
-
 def packet(S, tick):
     """The KINEMATIC values of K_i in S (a copy to the host: not in the hot path)."""
     return (tick,) + tuple(S[S_K + j] for j in range(13))

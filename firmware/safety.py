@@ -57,6 +57,10 @@ class Safety:
         self.kin_stale_cycles = int(cfg.get("kin_stale_cycles", 12))
         self.max_q_step = float(cfg.get("max_q_step", 0.5))
         self.qd_max = float(cfg.get("qd_max", 50.0))
+        # the bounds' negatives, made once: on a board abs(x) of a negative x is a new float
+        # object (on_sample compares x against both, allocating nothing: make mcu-bench)
+        self._q_step_neg = -self.max_q_step
+        self._qd_max_neg = -self.qd_max
         self.stall_u = float(cfg.get("stall_u", 0.0))      # 0 disables the stall trigger
         self.stall_qd = float(cfg.get("stall_qd", 1e-3))
         self.stall_cycles = int(cfg.get("stall_cycles", 60))
@@ -117,14 +121,17 @@ class Safety:
             self.last_goal_tick = tick
         if tick - self.last_goal_tick > self.watchdog_cycles:
             self.trip(F_GOAL_STALE, "no goal for %d cycles" % (tick - self.last_goal_tick))
-        if self._q_prev is not None and abs(q - self._q_prev) > self.max_q_step:
-            self.trip(F_SENSOR, "encoder jump %.3f" % (q - self._q_prev))
+        qp = self._q_prev
+        if qp is not None:
+            dq = q - qp   # |dq| > max_q_step, written out (above)
+            if dq > self.max_q_step or dq < self._q_step_neg:
+                self.trip(F_SENSOR, "encoder jump %.3f" % dq)
         if self._u_run and tick == self._tick_prev + 1 and self.state == RUN:
             self.check_response(q, qd)
         self._q_prev = q
         self._qd_prev = qd
         self._tick_prev = tick
-        if abs(qd) > self.qd_max:
+        if qd > self.qd_max or qd < self._qd_max_neg:   # |qd| > qd_max
             self.trip(F_SENSOR, "overspeed %.2f" % qd)
 
     def check_response(self, q, qd):
