@@ -18,6 +18,9 @@ PACKAGES = ("firmware", "bus_protocol")
 # sys.implementation._mpy >> 10 -> mpy-cross -march (MicroPython's py/persistentcode.h order)
 ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
          "xtensa", "xtensawin", "rv32imc", "rv64imc")
+# the byte loops in viper and Thumb assembly: where mpy-cross cannot compile them for the
+# board, framing and messages fall back to their pure-Python loops
+OPTIONAL = ("bus_protocol/thumb.py", "bus_protocol/cobs_native.py", "bus_protocol/crc_native.py")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 
@@ -86,9 +89,11 @@ def build(arch, out_dir):
             cmd.append(str(src))
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
             if r.returncode != 0:
-                if "viper" in src.read_text() or "asm_thumb" in src.read_text() or "native" in r.stderr:
-                    continue   # optional native module; the firmware falls back without it
-                raise FlashError("mpy-cross %s: %s" % (rel, r.stderr))
+                if str(rel.as_posix()) in OPTIONAL:
+                    continue   # the firmware falls back without it
+                raise FlashError("mpy-cross %s: %s%s" % (rel, r.stderr, "" if arch else
+                                 " (the agent's hot path is @micropython.native: the board's port"
+                                 " must have a native-code emitter)"))
             files[str(rel.with_suffix(".mpy"))] = dst.read_bytes()
     return files
 
