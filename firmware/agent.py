@@ -73,6 +73,13 @@ MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
 # hot path); tests/test_firmware.py checks the sums
 K_FRAME = const(64)
 ASSERT_FRAME = const(50)
+# the hot frames' types (messages.py) and S's slots (linkstate.py) the hot path uses, as
+# const: a module's attribute is a lookup per use (tests/test_firmware.py checks them)
+SYNC = const(1)
+KINEMATIC = const(3)
+GOAL = const(4)
+S_U = const(93)
+S_JOINT = const(238)
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -241,9 +248,10 @@ class LinkAgent:
         else:
             self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
 
-    # native code (this and actuate, ChainNode's poll and send): make mcu-bench, -29k
-    # instructions of a 156k cycle on a Cortex-M4F; it costs no RAM frozen into the
-    # firmware, +6 KB as .mpy files or in ROMFS (native code is loaded into RAM)
+    # native code (the hot path: this and actuate, ChainNode's poll and send; the rest of
+    # each is bytecode in a method of its own): make mcu-bench, -29k instructions of a
+    # 156k cycle on a Cortex-M4F; no RAM frozen into the firmware, some as .mpy files or
+    # in ROMFS (native code is loaded into RAM: bench/README.md)
     @micropython.native
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised; a
@@ -258,23 +266,27 @@ class LinkAgent:
             t = core.rx(frame, n, self.S, self.tick, self.link, self._rx_ints)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
-                    if t == m.KINEMATIC:
+                    if t == KINEMATIC:
                         if self.link == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
                         if self.kin_tick != self.tick:
                             self.send_kinematic()
-                    elif t == m.GOAL:
+                    elif t == GOAL:
                         self.take_goal(True)
-                    elif t == m.SYNC:
+                    elif t == SYNC:
                         if self._rx_ints[0] != self.tick:
                             self.on_sync(self._rx_ints[0])
                     elif self._take_joint is not None:   # JOINT_STATE
-                        self._take_joint(self.S, linkstate.S_JOINT, self._rx_ints)
+                        self._take_joint(self.S, S_JOINT, self._rx_ints)
                 except Exception as e:
                     self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
                 if self.safety.pending:
                     self.report_faults()
                 return
+        self.decode(frame, n)
+
+    def decode(self, frame, n=None):
+        """receive() in Python: the frame decoded by messages.Decoder and dispatched."""
         msg = self.decoder.decode(frame, n)
         if msg is None:
             return
@@ -601,71 +613,26 @@ class LinkAgent:
 
     @micropython.native   # (see receive)
     def actuate(self, goal):
+        """Step 7: this tick's torque (a fault's reaction, or the behaviours arbitrated and
+        saturated) to the motor, reported to the host (TORQUE); the cycle's bookkeeping."""
         # what is used more than once is held in locals: on a Cortex-M4F an attribute of
-        # the agent (~90 of them) costs ~200 instructions a load (make mcu-bench)
-        c = self.components
+        # the agent costs ~70 instructions a load, a local ~3 (make mcu-bench)
         u_prev = self.u   # held since the last tick (the identification's interval)
-        q = self.q
-        qd = self.qd
         sf = self.safety
         hal = self.hal
         core = self.core
         tick = self.tick
         state = sf.state
-        fault = state >= BRAKED   # safety.is_fault_state, written out
-        encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
-        if fault or core is None:
-            for j in range(6):
-                c[j] = 0.0
-        if fault:   # the fault's reaction
-            if self.q_lock is None:
-                self.q_lock = q
-            braked = state == BRAKED
-            if braked != hal.braked:
-                hal.set_brake(braked)
-            if sf.faults & safety.F_SENSOR:
-                c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
-            elif state == safety.DAMP:
-                c[C_BRAKE] = -self.brake_gains[1] * qd
-            else:   # hold or brake: the brake PD about the angle at the fault (7.274)
-                c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
-        elif self.q_lock is not None:
-            self.q_lock = None
-            hal.set_brake(False)
-        if core is not None and not fault:   # linkcore: what follows, in C, and the frame encoded
-            encoded = core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
-                                  self._tx, tick, self.link, self._seq, state)
-        elif not fault:
-            jt = self.jtype
-            z = self.z
-            pp = self.p_prev
-            if self.k_proxy and goal is not None:
-                c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
-            s = 0.0
-            for j in range(self._n_assert):
-                pa, fa = self._ap[j]
-                s += global_proxy.share(jt, z, pp, pa, fa)
-            c[C_ASSERT] = s
-            if self.k_local:
-                qc, kq, kw = self.local_pd
-                c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
-            if self.k_jl:
-                c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
-        if encoded:
-            u = self.S[linkstate.S_U]
+        if core is not None and state < BRAKED and self.q_lock is None:
+            # linkcore: the behaviours, arbitration, saturation and the TORQUE frame, in C
+            encoded = core.torque(self.S, self._rev, goal is not None, self._n_assert, self.q,
+                                  self.qd, self._tx, tick, self.link, self._seq, state)
         else:
-            # linear arbitration u = sum k_j u_j (5.177), then saturation (6.216)
-            u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
-                 + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
-            u = behaviours.saturate(u, self.u_sat)
-            if self._u_off:
-                u += self._u_off
-            if not safety.finite(u):   # never a NaN torque, whatever went wrong above
-                u = 0.0
-                sf.trip(safety.F_INTERNAL, "non-finite torque")
+            encoded = self._torque_python(goal, state)
+        u = self.S[S_U] if encoded else self._arbitrate()
         self.u = u
         hal.write(u)
-        sf.on_torque(u, qd, self.u_sat, not self._silent)
+        sf.on_torque(u, self.qd, self.u_sat, not self._silent)
         self.acted_tick = tick
         t_finish = hal.ticks_us()
         cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
@@ -675,6 +642,7 @@ class LinkAgent:
             (out or hal.send)(self._tx, 41)
             self._seq = (self._seq + 1) & 0xFFFF
         else:
+            c = self.components
             self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
         if self.ident is not None:
             self.ident.after_torque(self, u_prev)
@@ -691,6 +659,69 @@ class LinkAgent:
             self.logq.pump(self)
         if tick % services.TIMING_SLOTS == finish.slot:
             finish.pump(self, tick)
+
+    def _torque_python(self, goal, state):
+        """actuate() where it is not linkcore's plain RUN torque: a fault's reaction, the
+        brake released after one, or the behaviours in Python (no linkcore). Their
+        components into self.components; True if linkcore encoded the TORQUE frame."""
+        c = self.components
+        q = self.q
+        qd = self.qd
+        hal = self.hal
+        core = self.core
+        fault = state >= BRAKED   # safety.is_fault_state, written out
+        if fault or core is None:
+            for j in range(6):
+                c[j] = 0.0
+        if fault:   # the fault's reaction
+            if self.q_lock is None:
+                self.q_lock = q
+            braked = state == BRAKED
+            if braked != hal.braked:
+                hal.set_brake(braked)
+            if self.safety.faults & safety.F_SENSOR:
+                c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
+            elif state == safety.DAMP:
+                c[C_BRAKE] = -self.brake_gains[1] * qd
+            else:   # hold or brake: the brake PD about the angle at the fault (7.274)
+                c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
+            return False
+        if self.q_lock is not None:
+            self.q_lock = None
+            hal.set_brake(False)
+        if core is not None:
+            return core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
+                               self._tx, self.tick, self.link, self._seq, state)
+        jt = self.jtype
+        z = self.z
+        pp = self.p_prev
+        if self.k_proxy and goal is not None:
+            c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
+        s = 0.0
+        for j in range(self._n_assert):
+            pa, fa = self._ap[j]
+            s += global_proxy.share(jt, z, pp, pa, fa)
+        c[C_ASSERT] = s
+        if self.k_local:
+            qc, kq, kw = self.local_pd
+            c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
+        if self.k_jl:
+            c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
+        return False
+
+    def _arbitrate(self):
+        """u from the components: linear arbitration u = sum k_j u_j (5.177), then
+        saturation (6.216); never a NaN torque, whatever went wrong before."""
+        c = self.components
+        u = (self.k_proxy * c[C_PROXY] + self.k_assert * c[C_ASSERT] + self.k_local * c[C_LOCAL_PD]
+             + self.k_jl * c[C_JOINT_LIMIT] + c[C_BRAKE])
+        u = behaviours.saturate(u, self.u_sat)
+        if self._u_off:
+            u += self._u_off
+        if not safety.finite(u):
+            u = 0.0
+            self.safety.trip(safety.F_INTERNAL, "non-finite torque")
+        return u
 
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,

@@ -35,6 +35,14 @@ def test_agent_frame_lengths_are_the_wire_formats():
         m.encode(m.ASSERT, 1, 0, 0, (0, 1, m.KIND_GRAVITY) + (0.0,) * 9))
 
 
+
+def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
+    """agent.py writes the hot frames' types and S's slots out as const."""
+    from firmware import agent, linkstate
+    assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
+    assert (agent.S_U, agent.S_JOINT) == (linkstate.S_U, linkstate.S_JOINT)
+
+
 def test_node_block_constants_are_framings():
     """firmware/node.py writes framing's block layout out as const (MicroPython inlines
     them); the messages' longest frame fits a pool frame."""
