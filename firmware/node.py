@@ -158,6 +158,7 @@ class ChainNode:
         if not self._batch:
             self.flush()
 
+    @micropython.native   # (LinkAgent.receive says why)
     def flush(self):
         b = self._blk
         if b[5]:
@@ -287,6 +288,7 @@ class ChainNode:
             k += r if r >= 0 else blk[6] | blk[7] << 8
         return k
 
+    @micropython.native   # (LinkAgent.receive says why)
     def _deliver(self):
         """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
         works through this round's own frames (its sends queued, written once after).
