@@ -103,7 +103,32 @@ def source_tree():
         os.makedirs(dest)
         _run(["tar", "xzf", src, "-C", dest, "--strip-components=1"])
         open(stamp, "w").close()
+    _align_frozen_armv6m(dest)
     return dest
+
+
+def _align_frozen_armv6m(tree):
+    """MicroPython v1.28's tools/mpy-tool.py freezes native code for ARMv6-M aligned to 2
+    bytes, but that code loads its 32-bit constants PC-relative from a word it placed
+    assuming a 4-byte aligned start (py/asmthumb.c, asm_thumb_mov_reg_i32): frozen at
+    2 mod 4 it reads the wrong word (found by tests/test_mcu.py: the agent's native
+    actuate() on the M0+ build computed (1 + 1) & 0xFFFF as 0). Frozen ARMv6-M native
+    code is aligned to 4 here, as mpy-tool already does for ARMv6 (an RP2040 firmware
+    that freezes the firmware needs the same line; .mpy files are loaded into the heap,
+    which is aligned)."""
+    path = os.path.join(tree, "tools", "mpy-tool.py")
+    with open(path) as f:
+        text = f.read()
+    old = "            MP_NATIVE_ARCH_ARMV6,\n            MP_NATIVE_ARCH_XTENSA,"
+    if old in text:
+        _write_if_changed(path, text.replace(old, "            MP_NATIVE_ARCH_ARMV6,\n"
+                                             "            MP_NATIVE_ARCH_ARMV6M,\n            MP_NATIVE_ARCH_XTENSA,"))
+        for name in BUILDS:   # frozen before the patch: made again
+            stale = os.path.join(BUILD_ROOT, "build-" + name, "port", "frozen_content.c")
+            if os.path.exists(stale):
+                os.remove(stale)
+    elif "MP_NATIVE_ARCH_ARMV6M,\n            MP_NATIVE_ARCH_XTENSA," not in text:
+        raise McuError("%s: not the mpy-tool.py this build knows (ARMv6-M alignment)" % path)
 
 
 def _sources(root):
