@@ -55,6 +55,7 @@ class Plant:
             raise RuntimeError("frame sites missing from the model")
         # sites are created in order frame_0..frame_N and nothing else: use a slice view
         self._sites_contiguous = bool(np.all(self._site_ids == np.arange(n + 1) + self._site_ids[0]))
+        self._site_s = int(self._site_ids[0])
         self._ee_site = int(self._site_ids[-1])
 
         self.u_sat = np.array([self._usat(L) for L in self.links])
@@ -236,16 +237,19 @@ class Plant:
             return self.data.site_xpos[s:s + self.n + 1]
         return self.data.site_xpos[self._site_ids]
 
-    def frames(self):
-        """World frames F_0..F_N: R (n+1, 3, 3), p (n+1, 3)."""
+    def frames(self, copy=True):
+        """World frames F_0..F_N: R (n+1, 3, 3), p (n+1, 3). With copy=False, views of
+        MuJoCo's data where the sites allow (make bench: the copies were a tenth of the
+        per-tick recording), valid until the plant steps or an obstacle moves."""
         self._sync(com=False)
         d = self.data
         if self._sites_contiguous:   # slices: a fancy index costs twice as much (make bench)
-            s = int(self._site_ids[0])
-            return d.site_xmat[s:s + self.n + 1].reshape(self.n + 1, 3, 3).copy(), d.site_xpos[s:s + self.n + 1].copy()
-        R = d.site_xmat[self._site_ids].reshape(self.n + 1, 3, 3).copy()
-        p = d.site_xpos[self._site_ids].copy()
-        return R, p
+            s = self._site_s
+            R, p = d.site_xmat[s:s + self.n + 1].reshape(self.n + 1, 3, 3), d.site_xpos[s:s + self.n + 1]
+            return (R.copy(), p.copy()) if copy else (R, p)
+        R = d.site_xmat[self._site_ids].reshape(self.n + 1, 3, 3)
+        p = d.site_xpos[self._site_ids]
+        return R, p   # a fancy index is a copy already
 
     def ee_velocity(self):
         """(v, w): world linear velocity of the F_N origin and world angular velocity."""

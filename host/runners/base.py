@@ -115,21 +115,24 @@ class ControlLoop:
 
     def record(self, k, t):
         gp, plant = self.gp, self.plant
-        q, qd = plant.joint_state()
-        R, p = plant.frames()
         if gp.desired is None:   # no K_N yet: the trajectory starts at the first one
             if t >= 1.0:
                 raise Aborted("no end-effector packet reached the host in the first %.1f s" % t)
             return
-        if not (np.isfinite(q).all() and np.isfinite(qd).all()):
+        # the plant's own arrays, not copies: the recorder copies every row (make bench:
+        # copies and numpy's per-call cost were most of the recording, itself 1/8 of a run)
+        q, qd = plant.data.qpos, plant.data.qvel
+        R, p = plant.frames(copy=False)
+        # a finite sum has finite terms (numpy's isfinite: 2 calls of several us a vector)
+        if not math.isfinite(sum(q.tolist()) + sum(qd.tolist())) and not (
+                np.isfinite(q).all() and np.isfinite(qd).all()):   # not an overflow of the sum
             raise Aborted("plant state is not finite at t=%.3f s" % t)
         d = gp.desired
-        e_p = d.p - p[-1]
+        p_ee = p[-1]
         e_phi = orientation_error(d, quat_from_matrix(R[-1]).tolist(), gp.planar)   # floats: the same doubles
         if not gp.planar:
             e_phi = float(np.linalg.norm(e_phi))
-        ranges = self.hw.last_ranges
-        rho = np.array([np.nan if r is None else r[2] for r in ranges])
+        rho = [math.nan if r is None else r[2] for r in self.hw.last_ranges]
         # a link's state as its torque reported it; SILENT (-1) in a tick whose goal went
         # out and no torque of its came (dead, silent, its goal lost): its driver brakes
         # it after driver_timeout_ticks. member: in the host's team (1) or dropped (0).
@@ -137,11 +140,10 @@ class ControlLoop:
         state = gp.states
         if gp.closed and not all(gp.got):
             state = np.where(gp.got, gp.states, SILENT)
-        self.rec.add(t=t, p_d=d.p, p=p[-1], e_phi=e_phi, q=q, qd=qd, u=gp.torques,
+        self.rec.add(t=t, p_d=d.p, p=p_ee, e_phi=e_phi, q=q, qd=qd, u=gp.torques,
                      comp=gp.components, f=gp.goal[1], frames=p, state=state, member=gp.member, rho=rho,
                      contacts=len(plant.contacts()), late=float(self.late))
-        e = math.sqrt(e_p @ e_p)   # np.linalg.norm of a 3-vector, without its wrapper
+        e = math.dist(d.p.tolist(), p_ee.tolist())   # np.linalg.norm(d.p - p_ee), without numpy's calls
         if e > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"
                           % (e, self.sc.divergence_m, t))
-
