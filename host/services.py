@@ -62,7 +62,7 @@ class HostServices:
                 t_open = self._opened.get(first + i)
                 if us != NOT_FINISHED and t_open is not None:
                     self.finish_common[first + i, link] = (v[1 + n + i] - t_open) & 0xFFFF
-        if done:
+        if done and self.run_dir is not None:   # formatted only where written (in-process: nowhere; make bench 1 %)
             done.sort()
             self._write(link, "%9.3f  cycles %d-%d finished after %d us (median), %d us (max), %d not acted"
                         % (t, v[0], v[0] + n - 1, done[len(done) // 2], done[-1], n - len(done)))
