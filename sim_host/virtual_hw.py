@@ -16,23 +16,26 @@ class VirtualHardware:
         self.seq = 0
         self.last_ranges = [None] * plant.n
         self._brakes = [L.get("physical_brake", False) for L in plant.links]
+        self._any_brake = any(self._brakes)
 
     def sense_frames(self, tick):
         """One JOINT_STATE frame per link: q, qd and the link's range reading (link frame)."""
-        d = self.plant.data
+        plant = self.plant
+        d = plant.data
         q, qd = d.qpos.tolist(), d.qvel.tolist()
-        ranges = self.plant.range_readings(self.max_range) if self.max_range > 0 else [None] * self.plant.n
+        ranges = plant.range_readings(self.max_range) if self.max_range > 0 else [None] * plant.n
         self.last_ranges = ranges
         out = []
-        for i in range(self.plant.n):
-            r = ranges[i]
+        encode, seq = m.encode, self.seq   # locals: N frames a tick (make bench)
+        for i, r in enumerate(ranges):
             if r is None:
                 vals = (tick, q[i], qd[i], 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
             else:
                 p_psh, x_r = r[0], r[1]
                 vals = (tick, q[i], qd[i], 1) + tuple(map(float, p_psh)) + tuple(map(float, x_r))
-            out.append(m.encode(m.JOINT_STATE, m.HOST, i + 1, self.seq, vals))
-            self.seq = (self.seq + 1) & 0xFFFF
+            out.append(encode(m.JOINT_STATE, m.HOST, i + 1, seq, vals))
+            seq = (seq + 1) & 0xFFFF
+        self.seq = seq
         return out
 
     def apply(self, torques, states=None, silent=None, timeout=2, locked=()):
@@ -43,13 +46,14 @@ class VirtualHardware:
         ticks: the driver's watchdog drops the torque and the holding brake engages, as on
         a loss of power or heartbeat. `locked`: joints held whatever (joint_locked fault)."""
         plant = self.plant
-        if silent is not None and silent.any():
-            torques = np.where(silent >= timeout, 0.0, torques)
+        if silent is not None:   # plain ints: numpy scalars and .any() cost a call each (make bench)
+            silent = np.asarray(silent).tolist()
+            if any(silent):
+                torques = np.where(np.array(silent) >= timeout, 0.0, torques)
         plant.set_torques(torques)
-        if states is None:
+        if states is None or not (self._any_brake or locked):   # no brake to work
             return
         states = np.asarray(states).tolist()   # plain ints and bools: numpy scalars cost a call each (make bench)
-        silent = None if silent is None else np.asarray(silent).tolist()
         braked = plant.braked.tolist()
         for i, brake in enumerate(self._brakes):
             if brake:
