@@ -304,8 +304,7 @@ class GoalProcess:
             return
         d = self.traj.sample(self.t)
         if self.planar:   # plain floats, the same doubles: numpy scalars cost a call an operation
-            (x, y, _), (vx, vy, _), (ax, ay, _) = d.p.tolist(), d.v.tolist(), d.a.tolist()
-            ref = ([x, y, float(d.angle)], [vx, vy, float(d.w[2])], [ax, ay, float(d.wd[2])])
+            ref = d.planar_reference()
         else:
             ref = (list(d.p) + list(tr.qlog(d.quat)), list(d.v) + list(d.w), list(d.a) + list(d.wd))
         self._ref = (self.tick, d, ref)

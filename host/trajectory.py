@@ -88,20 +88,68 @@ def orientation_error(d, quat, planar):
 
 class Sample:
     """Desired state at one instant (world frame): p, v, a (3); quat; w, wd (3);
-    angle (planar: about z, unwrapped). `quat` is worked out when first asked for (a
-    planar task never does: make bench, half the cost of a sample)."""
-    __slots__ = ("p", "v", "a", "_quat", "_turn", "w", "wd", "angle")
+    angle (planar: about z, unwrapped). The vectors are worked out from the segment and
+    its blend values (s, sd, sdd) when first asked for, and `planar_reference` gives the
+    nine numbers a planar goal uses as plain floats (make bench: the vectors a planar
+    task never reads, and numpy's per-call cost, were most of a sample)."""
+    __slots__ = ("_seg", "s", "sd", "sdd", "angle", "_pva", "_quat", "_w", "_wd")
+
+    def __init__(self, seg, s, sd, sdd):
+        self._seg, self.s, self.sd, self.sdd = seg, s, sd, sdd
+        self.angle = seg[7] + s * seg[8]   # a0 + s * da
+        self._pva = self._quat = self._w = self._wd = None
+
+    def _motion(self):
+        if self._pva is None:
+            dp, p0, s = self._seg[4], self._seg[3], self.s
+            if self._seg[2] == "spiral":
+                self._pva = dp.at(s, self.sd, self.sdd)
+            else:
+                self._pva = (p0 + s * dp, self.sd * dp, self.sdd * dp)
+        return self._pva
+
+    @property
+    def p(self):
+        return self._motion()[0]
+
+    @property
+    def v(self):
+        return self._motion()[1]
+
+    @property
+    def a(self):
+        return self._motion()[2]
+
+    @property
+    def w(self):
+        if self._w is None:
+            self._w = self.sd * self._seg[6]    # sd * rel
+        return self._w
+
+    @property
+    def wd(self):
+        if self._wd is None:
+            self._wd = self.sdd * self._seg[6]  # sdd * rel
+        return self._wd
 
     @property
     def quat(self):
         if self._quat is None:
-            rotvec, q0 = self._turn
-            self._quat = qmul(qexp(rotvec), q0)
+            self._quat = qmul(qexp(self.s * self._seg[6]), self._seg[5])   # the turn s * rel from q0
         return self._quat
 
-    @quat.setter
-    def quat(self, q):
-        self._quat = q
+    def planar_reference(self):
+        """([x, y, angle], [vx, vy, w_z], [ax, ay, wd_z]) as plain floats: the same
+        doubles as p, v, a, angle, w[2], wd[2] (numpy computes element by element the
+        products and sums written out here)."""
+        seg, s, sd, sdd = self._seg, self.s, self.sd, self.sdd
+        if seg[2] == "spiral":
+            (x, y, _), (vx, vy, _), (ax, ay, _) = [u.tolist() for u in self._motion()]
+        else:
+            (px, py, _), (dx, dy, _) = seg[9]
+            x, y, vx, vy, ax, ay = px + s * dx, py + s * dy, sd * dx, sd * dy, sdd * dx, sdd * dy
+        rz = seg[10]
+        return [x, y, float(self.angle)], [vx, vy, sd * rz], [ax, ay, sdd * rz]
 
 
 class Trajectory:
@@ -125,7 +173,8 @@ class Trajectory:
             t0, t1 = kn["interval"]
             kind = kn.get("type", "cubic")
             dp = Spiral(p0, p1, kn) if kind == "spiral" else p1 - p0
-            self.segments.append((t0, t1, kind, p0, dp, q0, rel, a0, a1 - a0))
+            floats = None if kind == "spiral" else (p0.tolist(), dp.tolist())   # for planar_reference
+            self.segments.append((t0, t1, kind, p0, dp, q0, rel, a0, a1 - a0, floats, float(rel[2])))
             p0, q0, a0 = p1, q1, a1
         self.end = self.segments[-1][1] if self.segments else 0.0
 
@@ -136,21 +185,7 @@ class Trajectory:
                 seg = s
             else:
                 break
-        t0, t1, kind, p0, dp, q0, rel, a0, da = seg
-        s, sd, sdd = blend(t, t0, t1, kind)
-        out = Sample()
-        if kind == "spiral":
-            out.p, out.v, out.a = dp.at(s, sd, sdd)
-        else:
-            out.p = p0 + s * dp
-            out.v = sd * dp
-            out.a = sdd * dp
-        out._quat = None
-        out._turn = (s * rel, q0)
-        out.w = sd * rel
-        out.wd = sdd * rel
-        out.angle = a0 + s * da
-        return out
+        return Sample(seg, *blend(t, seg[0], seg[1], seg[2]))
 
 
 def _knot_quat(kn, q_prev):
