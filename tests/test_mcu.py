@@ -130,3 +130,18 @@ def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     frames = [x[6:8] for x in py if x.startswith("FRAME ")]
     assert frames.count("03") >= 200 and frames.count("06") >= 190
     assert [x for x in native if not x.startswith("CORES")] == [x for x in py if not x.startswith("CORES")]
+
+
+def test_frozen_armv6m_native_code_is_word_aligned(firmware):
+    """ARMv6-M native code loads its 32-bit constants PC-relative from a word placed for a
+    4-byte aligned start (py/asmthumb.c); MicroPython v1.28's mpy-tool freezes it 2-byte
+    aligned, and at 2 mod 4 the agent's native actuate() computed wrong on the M0+ build.
+    host/mcu.py makes the frozen ARMv6-M code 4-byte aligned: every native function array
+    of the M0+ build says so, and the firmware's hot path is among them."""
+    import os
+    text = open(os.path.join(os.path.dirname(firmware["m0plus"]), "frozen_content.c")).read()
+    native = [line for line in text.splitlines() if line.startswith("static const byte fun_data_")
+              and "__attribute__ ((aligned" in line]
+    assert any("LinkAgent_actuate[" in line for line in native)
+    assert native and all("aligned (4)" in line for line in native), \
+        [line.split("[")[0] for line in native if "aligned (4)" not in line][:5]
