@@ -102,6 +102,7 @@ class ChainNode:
                       for f in range(_POOL)]
         self._batch = False
         self.dropped = 0
+        self._io = (self._rx, self._blk, up, down)   # poll's, in one attribute load
         self._tables()
         agent.hal.send = self.send   # the agent talks through this node
 
@@ -332,23 +333,24 @@ class ChainNode:
         return b[_NMINE + 3] if b[_NMINE + 4] else -1
 
     @micropython.native   # (LinkAgent.receive says why)
-    def poll(self):
+    def poll(self, cut=_cut):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
         at most one read per port per call. Written out per port, with framing.cut
         first: a frame only passing by costs a read, one cut and one write (a method
-        call costs ~700 instructions on a Cortex-M4F)."""
-        rx = self._rx
-        blk = self._blk
+        call costs ~700 instructions on a Cortex-M4F). `cut` is a default argument, a
+        local, and the buffers and ports come in one tuple: a global or an attribute is a
+        lookup per use (make mcu-bench, M4F: forward 5,331 -> 4,873 instructions, idle 2,440 -> 2,144)."""
+        rx, blk, up, down = self._io
         k = 0
-        n = self.up.readinto(rx)
+        n = up.readinto(rx)
         if n:
-            k = _cut(rx, blk, n)
+            k = cut(rx, blk, n)
             if k < 0:
                 k = self._pump(k, n, 0)
-        if self.down is not None:
-            n = self.down.readinto(rx)
+        if down is not None:
+            n = down.readinto(rx)
             if n:
-                r = _cut(rx, blk, n | _FROM_DOWN)
+                r = cut(rx, blk, n | _FROM_DOWN)
                 k += r if r >= 0 else self._pump(r, n, 1)
         if k:
             if blk[_NMINE + 1]:   # frames for the node that cut could not decode
@@ -358,9 +360,11 @@ class ChainNode:
                 self._deliver()
             elif blk[5]:
                 self.flush()
-            elif blk[4]:    # flush written out for the usual forward (one port)
-                self.up.write(self._tx_up, blk[4])
-                blk[4] = 0
+            else:   # flush written out for the usual forward (one port)
+                q = blk[4]
+                if q:
+                    up.write(self._tx_up, q)
+                    blk[4] = 0
         return k
 
 
