@@ -616,7 +616,7 @@ class LinkAgent:
         """Step 7: this tick's torque (a fault's reaction, or the behaviours arbitrated and
         saturated) to the motor, reported to the host (TORQUE); the cycle's bookkeeping."""
         # what is used more than once is held in locals: on a Cortex-M4F an attribute of
-        # the agent costs ~70 instructions a load, a local ~3 (make mcu-bench)
+        # the agent costs ~65 instructions a load more than a constant (make mcu-bench)
         u_prev = self.u   # held since the last tick (the identification's interval)
         sf = self.safety
         hal = self.hal
