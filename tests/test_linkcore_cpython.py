@@ -66,3 +66,71 @@ def test_reference_run_with_linkcore_is_bit_identical(tmp_path):
     assert sorted(a.files) == sorted(b.files)
     for k in a.files:
         assert a[k].tobytes() == b[k].tobytes(), k
+
+
+def test_host_takes_torque_frames_in_c_as_in_python():
+    """GoalProcess.on_frame with linkcore's torque_in against the same goal process in
+    Python (its oracle), frame by frame over 4,000 TORQUE frames: honest ones, ones off by
+    a little (within the check's tolerance, and just beyond it), NaN components, other
+    ticks and sources, non-RUN states, a corrupted CRC, truncated frames and other types.
+    The arrays, the team, the events, the frames it answers with and the decoder's counts
+    must be equal after every frame."""
+    import random
+    from pathlib import Path
+
+    from bus_protocol import messages as m
+    from bus_protocol.states import RUN
+    from host import goal_process as gpm
+    from host.scenario import load
+    import linkcore
+    assert linkcore.STATE_RUN == RUN
+    assert linkcore.TORQUE_TOL == (gpm.TORQUE_TOL_ABS, gpm.TORQUE_TOL_REL)
+    sc = load(Path(REPO) / "scenarios" / "reference.toml")
+    fast, slow = gpm.GoalProcess(sc), gpm.GoalProcess(sc)
+    rnd = random.Random(11)
+    k = [w + (u,) for w, u in ((a[:4], a[4]) for a in fast.arbitration)]
+    codes = set()
+    for n in range(4000):
+        tick = 7 + n // 40
+        for g in (fast, slow):
+            if g.tick != tick:
+                g.tick = tick
+                g.got = [False] * g.n
+        src = rnd.choice([1, 2, 5, 10, 0, 11]) if rnd.random() < 0.1 else rnd.randint(1, 10)
+        kp, ka, kl, kj, us = k[(src - 1) % 10]
+        c = [rnd.uniform(-50, 50) for _ in range(4)] + [rnd.choice([0.0, rnd.uniform(-5, 5)]), 0.0]
+        if rnd.random() < 0.02:
+            c[rnd.randrange(6)] = float("nan")
+        t = [kp * c[0], ka * c[1], kl * c[2], kj * c[3], c[4]]
+        u = min(max(sum(t), -us), us)
+        tol = gpm.TORQUE_TOL_ABS + gpm.TORQUE_TOL_REL * sum(abs(x) for x in t)
+        u += rnd.choice([0.0, 0.0, 0.5 * tol, 0.999 * tol, 1.001 * tol, 2 * tol, 10.0, -10.0])
+        state = RUN if rnd.random() < 0.85 else rnd.choice([0, 2, 3, 4, 5])
+        ft = tick if rnd.random() < 0.9 else tick + rnd.choice([-1, 1, 1000])
+        f = bytearray(m.encode(m.TORQUE, src % 256, 0, n, (ft, u, state) + tuple(c)))
+        r = rnd.random()
+        if r < 0.03:
+            f[rnd.randrange(len(f))] ^= 1 << rnd.randrange(8)   # corrupted
+        elif r < 0.04:
+            f = f[:rnd.randrange(len(f))]                        # truncated
+        elif r < 0.06:
+            f = bytearray(m.encode(m.STATUS, src % 256, 0, n, (tick, RUN, 0, 0, 100, 0, 0)))
+        f = bytes(f)
+        codes.add(linkcore.torque_in(f, fast.tick, fast.n, fast.torques.copy(), fast.states.copy(),
+                                     fast.components.copy(), fast._arb) >> 8)
+        out_fast = fast.on_frame(f)
+        saved, gpm._torque_in = gpm._torque_in, None
+        try:
+            out_slow = slow.on_frame(f)
+        finally:
+            gpm._torque_in = saved
+        assert out_fast == out_slow, n
+        for a in ("torques", "states", "components"):
+            assert np.array_equal(getattr(fast, a), getattr(slow, a), equal_nan=True), (n, a)
+        for a in ("got", "n_got", "member", "n_team", "events", "pending"):
+            assert getattr(fast, a) == getattr(slow, a), (n, a)
+        assert np.array_equal(fast.heard, slow.heard), n
+        assert (fast.decoder.good, fast.decoder.bad) == (slow.decoder.good, slow.decoder.bad), n
+    # every kind of outcome came up: not a TORQUE, another tick, taken (RUN, off, not RUN)
+    assert {-1, 0, 1, 3, 7} <= codes, codes
+    assert len(fast.events) >= 5
