@@ -23,6 +23,7 @@ TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
 TORQUE_NOW = 0x100   # a link's torque of this tick, in the arrays
 TORQUE_OFF = 0x400   # a RUN torque that failed the check (check_torque says why)
 _torque_in = getattr(linkstate.linkcore, "torque_in", None)
+_INF = float("inf")
 
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
 
@@ -261,7 +262,8 @@ class GoalProcess:
         t0, t1, t2, t3, t4 = kp * v[3], ka * v[4], kl * v[5], kj * v[6], v[7]
         u = behaviours.saturate(t0 + t1 + t2 + t3 + t4, u_sat)
         off = v[1] - u
-        if abs(off) <= TORQUE_TOL_ABS + TORQUE_TOL_REL * (abs(t0) + abs(t1) + abs(t2) + abs(t3) + abs(t4)):
+        tol = TORQUE_TOL_ABS + TORQUE_TOL_REL * (abs(t0) + abs(t1) + abs(t2) + abs(t3) + abs(t4))
+        if abs(off) <= tol < _INF:   # an infinite component would excuse any torque
             return []
         self.events.append((self.t, link, "host: link %d torque off by %.4g from its components" % (link, off)))
         return self.brake_out(link, "torque disagrees with its components")

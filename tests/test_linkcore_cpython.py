@@ -99,8 +99,8 @@ def test_host_takes_torque_frames_in_c_as_in_python():
         src = rnd.choice([1, 2, 5, 10, 0, 11]) if rnd.random() < 0.1 else rnd.randint(1, 10)
         kp, ka, kl, kj, us = k[(src - 1) % 10]
         c = [rnd.uniform(-50, 50) for _ in range(4)] + [rnd.choice([0.0, rnd.uniform(-5, 5)]), 0.0]
-        if rnd.random() < 0.02:
-            c[rnd.randrange(6)] = float("nan")
+        if rnd.random() < 0.03:
+            c[rnd.randrange(6)] = rnd.choice([float("nan"), float("inf"), -float("inf")])
         t = [kp * c[0], ka * c[1], kl * c[2], kj * c[3], c[4]]
         u = min(max(sum(t), -us), us)
         tol = gpm.TORQUE_TOL_ABS + gpm.TORQUE_TOL_REL * sum(abs(x) for x in t)
@@ -134,3 +134,26 @@ def test_host_takes_torque_frames_in_c_as_in_python():
     # every kind of outcome came up: not a TORQUE, another tick, taken (RUN, off, not RUN)
     assert {-1, 0, 1, 3, 7} <= codes, codes
     assert len(fast.events) >= 5
+
+
+def test_host_torque_check_is_not_excused_by_an_infinite_component():
+    """A TORQUE whose components hold an infinity makes the check's tolerance infinite: it
+    must fail (braked, dropped), not pass whatever u is, in Python and in C alike."""
+    from pathlib import Path
+
+    from bus_protocol import messages as m
+    from bus_protocol.states import RUN
+    from host import goal_process as gpm
+    from host.scenario import load
+    sc = load(Path(REPO) / "scenarios" / "reference.toml")
+    for c_path in (True, False):
+        gp = gpm.GoalProcess(sc)
+        gp.tick = 3
+        saved = gpm._torque_in
+        if not c_path:
+            gpm._torque_in = None
+        try:
+            out = gp.on_frame(m.encode(m.TORQUE, 4, 0, 1, (3, 0.0, RUN, float("inf"), 0.0, 0.0, 0.0, 0.0, 0.0)))
+        finally:
+            gpm._torque_in = saved
+        assert out and gp.member[3] is False and "torque off" in gp.events[0][2], c_path

@@ -312,7 +312,8 @@ static PyObject *torque_in(PyObject *self, PyObject *const *args, Py_ssize_t nar
                     s = -a[4];
                 }
                 double off = u - s;
-                if (!(fabs(off) <= TORQUE_TOL_ABS + TORQUE_TOL_REL * (fabs(t0) + fabs(t1) + fabs(t2) + fabs(t3) + fabs(t4)))) {
+                double tol = TORQUE_TOL_ABS + TORQUE_TOL_REL * (fabs(t0) + fabs(t1) + fabs(t2) + fabs(t3) + fabs(t4));
+                if (!(fabs(off) <= tol && tol < INFINITY)) {   // an infinite component excuses nothing
                     code |= TORQUE_OFF;
                 }
             }
