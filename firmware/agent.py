@@ -623,12 +623,13 @@ class LinkAgent:
         core = self.core
         tick = self.tick
         state = sf.state
-        if core is not None and state < BRAKED and self.q_lock is None:
+        if core is None or state >= BRAKED or self.q_lock is not None:
+            self._torque_python(goal, state)   # a fault's reaction, the brake's release, no linkcore
+        encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
+        if core is not None and state < BRAKED:
             # linkcore: the behaviours, arbitration, saturation and the TORQUE frame, in C
             encoded = core.torque(self.S, self._rev, goal is not None, self._n_assert, self.q,
                                   self.qd, self._tx, tick, self.link, self._seq, state)
-        else:
-            encoded = self._torque_python(goal, state)
         u = self.S[S_U] if encoded else self._arbitrate()
         self.u = u
         hal.write(u)
@@ -662,8 +663,8 @@ class LinkAgent:
 
     def _torque_python(self, goal, state):
         """actuate() where it is not linkcore's plain RUN torque: a fault's reaction, the
-        brake released after one, or the behaviours in Python (no linkcore). Their
-        components into self.components; True if linkcore encoded the TORQUE frame."""
+        brake released after one (linkcore's torque follows), or the behaviours in Python
+        (no linkcore); their components into self.components."""
         c = self.components
         q = self.q
         qd = self.qd
@@ -685,13 +686,12 @@ class LinkAgent:
                 c[C_BRAKE] = -self.brake_gains[1] * qd
             else:   # hold or brake: the brake PD about the angle at the fault (7.274)
                 c[C_BRAKE] = behaviours.pd(q, qd, self.q_lock, self.brake_gains[0], self.brake_gains[1])
-            return False
+            return
         if self.q_lock is not None:
             self.q_lock = None
             hal.set_brake(False)
         if core is not None:
-            return core.torque(self.S, self._rev, goal is not None, self._n_assert, q, qd,
-                               self._tx, self.tick, self.link, self._seq, state)
+            return
         jt = self.jtype
         z = self.z
         pp = self.p_prev
@@ -707,7 +707,6 @@ class LinkAgent:
             c[C_LOCAL_PD] = behaviours.pd(q, qd, qc, kq, kw)
         if self.k_jl:
             c[C_JOINT_LIMIT] = behaviours.joint_limit(q, self.q_low, self.q_high, self.jl[0], self.jl[1])
-        return False
 
     def _arbitrate(self):
         """u from the components: linear arbitration u = sum k_j u_j (5.177), then

@@ -225,7 +225,8 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
 #define TORQUE_TOL_ABS 1e-3   // host/goal_process.py's (tests/test_linkcore_cpython.py checks
 #define TORQUE_TOL_REL 1e-5   // the three against it)
 
-static double *float64s(PyObject *obj, Py_buffer *view, Py_ssize_t n, int integer) {
+// n 8-byte items of a writable, C-contiguous array: float64, or with `integer` int64
+static double *array8(PyObject *obj, Py_buffer *view, Py_ssize_t n, int integer) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
         return NULL;
     }
@@ -274,12 +275,12 @@ static PyObject *torque_in(PyObject *self, PyObject *const *args, Py_ssize_t nar
             k[j] = x.f;
         }
         Py_buffer tb, sb, cb, ab;
-        double *torques = float64s(args[3], &tb, n, 0);
-        long long *states = torques == NULL ? NULL : (long long *)float64s(args[4], &sb, n, 1);
-        double *comp = states == NULL ? NULL : float64s(args[5], &cb, 6 * n, 0);
+        double *torques = array8(args[3], &tb, n, 0);
+        long long *states = torques == NULL ? NULL : (long long *)array8(args[4], &sb, n, 1);
+        double *comp = states == NULL ? NULL : array8(args[5], &cb, 6 * n, 0);
         double *arb = NULL;
         if (comp != NULL && args[6] != Py_None) {
-            arb = float64s(args[6], &ab, 5 * n, 0);
+            arb = array8(args[6], &ab, 5 * n, 0);
             if (arb == NULL) {
                 PyBuffer_Release(&cb);
             }
