@@ -8,6 +8,7 @@ from bus_protocol import messages as m
 from firmware import behaviours, linkstate, safety, services
 from firmware.hal import ticks_diff
 from firmware.safety import BIG, BRAKED, LOW
+from firmware.services import record as _record
 
 try:
     import micropython
@@ -80,6 +81,26 @@ KINEMATIC = const(3)
 GOAL = const(4)
 S_U = const(93)
 S_JOINT = const(238)
+# the agent's integers I (linkstate.py), as const for the same reason
+I_TICK = const(0)
+I_SEQ = const(1)
+I_KIN = const(2)
+I_ACTED = const(3)
+I_NA = const(4)
+I_GOAL = const(5)
+I_LINK = const(6)
+I_DOWN = const(7)
+I_FLAGS = const(8)
+I_RX = const(9)
+INTS = const(11)
+FLAG_REV = const(1)
+FLAG_GRAVITY = const(2)
+FLAG_PLAIN = const(4)
+K_SENT = const(0x13)
+GOAL_ACTED = const(0x14)
+RUN = const(1)          # safety.RUN
+TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
+TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -97,8 +118,24 @@ class LinkAgent:
     link, n_links, dh{type,theta,d,a,alpha}, q_low, q_high, u_sat, mass, centroid,
     behaviours{proxy, assertions, rmoa, gravity, centering, retraction, joint_limit, brake}, safety{}."""
 
+    # The agent's integers live in one array I (linkstate.I_*), which linkcore reads and
+    # writes: a hot frame is one native call (make mcu-bench). They are written through I;
+    # these names read them. __getattr__, not properties: a class with a property makes
+    # every attribute store of its instances look the class up first (MicroPython's
+    # objtype.c; make mcu-bench: ~+40% on the agent's cycle), __getattr__ is called only
+    # for a name an instance does not hold.
+    _INTS = {"tick": I_TICK, "kin_tick": I_KIN, "acted_tick": I_ACTED, "_seq": I_SEQ,
+             "_n_assert": I_NA, "_goal_tick": I_GOAL}
+
+    def __getattr__(self, name):
+        slot = LinkAgent._INTS.get(name)
+        if slot is None:
+            raise AttributeError(name)
+        return self.I[slot]
+
     def __init__(self, cfg, hal):
         self.hal = hal
+        self.I = array("i", bytes(4 * INTS))
         # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
         # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
@@ -106,7 +143,6 @@ class LinkAgent:
         self._feed_joint = getattr(hal, "on_joint_state", None)
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self.configure(cfg)
-        self.status_every = int(cfg.get("status_every", 12))
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
         ident = cfg.get("identify")   # the last links identify a load nobody told them of
@@ -118,15 +154,14 @@ class LinkAgent:
         self.decoder = m.Decoder()
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
-        self._tx = bytearray(64)
-        self._seq = 0
-        self.down = self.link + 1 if self.link < self.n_links else m.HOST
+        # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
+        self._tx = bytearray(114)
+        self._tx_assert = memoryview(self._tx)[64:]
+        self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state
-        self.tick = -1
         self.q = 0.0
         self.qd = 0.0
         self.q_lock = None
-        self.kin_tick = -1
         self.z = (0.0, 0.0, 1.0)
         self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
         self.p_prev = (0.0, 0.0, 0.0)
@@ -136,8 +171,6 @@ class LinkAgent:
         self.w = (0.0, 0.0, 0.0)
         self._ap = [None] * MAX_ASSERT   # assertion couplets (p, f) of this tick
         self._ak = [0] * MAX_ASSERT      # and their (origin << 8) | kind
-        self._n_assert = 0
-        self.acted_tick = -1
         self.lockstep = False  # the run's clock is synthetic (COMMAND RESET, arg 1)
         self.t_sync = 0
         self.cycle_us = 0
@@ -153,8 +186,10 @@ class LinkAgent:
     def configure(self, cfg):
         """Take a link's config (at start, or a CONFIG blob applied while not running);
         ValueError, KeyError or TypeError if it is not usable."""
-        self.link = cfg["link"]
+        self.link = self.I[I_LINK] = cfg["link"]
         self.n_links = cfg["n_links"]
+        self.status_every = int(cfg.get("status_every", 12))
+        self._status_slot = self.link % self.status_every   # the ticks it sends STATUS at
         dh = cfg["dh"]
         self.jtype = _joint_type(dh.get("type", "revolute"))
         self.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
@@ -222,9 +257,10 @@ class LinkAgent:
         else:
             self.S = linkstate.state(self)
             self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
-            self._rev = self.jtype == REVOLUTE
-            self._tx_assert = None if self.weight is None else bytearray(64)
-            self._rx_ints = array("I", (0, 0))   # linkcore.rx: a SYNC's or JOINT_STATE's tick, flags
+        # linkcore's: the joint type, the gravity ASSERT with K_i (FLAG_PLAIN: on_sync)
+        self._flags = (FLAG_REV if self.jtype == REVOLUTE else 0) | (
+            FLAG_GRAVITY if self.core is not None and self.weight is not None else 0)
+        self.I[I_FLAGS] = self._flags
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None, copies=1):
@@ -232,8 +268,9 @@ class LinkAgent:
         `copies` identical frames back to back (same seq: one frame, sent redundantly)."""
         if self._silent:
             return
-        n = m.encode_into(self._tx, mtype, self.link, dst, self._seq, values)
-        self._seq = (self._seq + 1) & 0xFFFF
+        I = self.I
+        n = m.encode_into(self._tx, mtype, self.link, dst, I[I_SEQ], values)
+        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
         out = out or self.hal.send
         while copies > 0:
             out(self._tx, n)
@@ -262,22 +299,33 @@ class LinkAgent:
         if core is not None:
             # linkcore: SYNC, JOINT_STATE, this tick's K_{i-1} or GOAL checked and unpacked
             # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
-            # check of a JOINT_STATE 7k); anything else, or anything odd, goes the Python way
-            t = core.rx(frame, n, self.S, self.tick, self.link, self._rx_ints)
+            # check of a JOINT_STATE 7k), and K_i or a plain cycle's torque made at once
+            # (make mcu-bench: a method call costs ~1.2k instructions from native code);
+            # anything else, or anything odd, goes the Python way
+            I = self.I
+            sf = self.safety
+            t = core.rx(frame, n, self.S, I, self._tx, sf.state)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
-                    if t == KINEMATIC:
-                        if self.link == 1:
+                    if t == GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
+                        if sf.faults:
+                            sf.on_goal(I[I_TICK])   # (re-admission counts goals)
+                        else:
+                            sf.last_goal_tick = I[I_TICK]
+                        self._goal = True
+                        _close(self, self.S[S_U], True, RUN)
+                    elif t == K_SENT or t == KINEMATIC:
+                        if I[I_LINK] == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
-                        if self.kin_tick != self.tick:
-                            self.send_kinematic()
+                        if t == K_SENT:
+                            _kinematic_out(self)
                     elif t == GOAL:
                         self.take_goal(True)
                     elif t == SYNC:
-                        if self._rx_ints[0] != self.tick:
-                            self.on_sync(self._rx_ints[0])
+                        if I[I_RX] != I[I_TICK]:
+                            self.on_sync(I[I_RX])
                     elif self._take_joint is not None:   # JOINT_STATE
-                        self._take_joint(self.S, S_JOINT, self._rx_ints)
+                        self._take_joint(self.S, S_JOINT, I, I_RX)
                 except Exception as e:
                     self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
                 if self.safety.pending:
@@ -304,6 +352,9 @@ class LinkAgent:
     def dispatch(self, mtype, src, v, dst):
         if (mtype <= m.ASSERT or mtype == m.COMMAND) and not safety.all_finite(v):   # they carry numbers
             self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
+            return
+        if mtype <= m.ASSERT and v[0] > TICK_MAX:   # a tick the agent's I cannot hold: garbage
+            self.decoder.bad += 1
             return
         if mtype == m.SYNC:
             if v[0] != self.tick:
@@ -347,18 +398,20 @@ class LinkAgent:
         self.t_sync = self.hal.ticks_us()
         if self.inject:
             self.injected(tick)
-        self.tick = tick
-        self._n_assert = 0
+        I = self.I
+        I[I_TICK] = tick
+        I[I_NA] = 0
         if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
             wait = getattr(self.hal, "wait_state", None)
             if wait is not None:
                 wait(tick)
         self.sample()
-        self.safety.on_sample(tick, self.q, self.qd)
+        sf = self.safety
+        sf.on_sample(tick, self.q, self.qd)
         # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
         # still carries the kinematic bus (its links beyond see it where it is held)
         q = self.q
-        sensor_bad = self.safety.faults & safety.F_SENSOR
+        sensor_bad = sf.faults & safety.F_SENSOR
         if sensor_bad:   # its encoder is not to be trusted: the brake holds it at the last good angle
             if self.q_lock is None:
                 self.q_lock = self._q_good
@@ -368,10 +421,13 @@ class LinkAgent:
         if self.core is None:
             self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
         else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
-            if self._rev:
+            if self._flags & FLAG_REV:
                 th = th + q
-            self.core.a_i(self.S, self._rev, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
-        if self.safety.state >= BRAKED:   # safety.is_fault_state, written out
+            self.core.a_i(self.S, I, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
+            # linkcore closes this tick's cycle at its goal where nothing is latched or
+            # locked (receive: GOAL_ACTED; a fault after the sync changes the state rx is given)
+            I[I_FLAGS] = self._flags | FLAG_PLAIN if not sf.faults and self.q_lock is None else self._flags
+        if sf.state >= BRAKED:   # safety.is_fault_state, written out
             self.actuate(None)  # a braked (held, damped) joint needs no goal
 
     def sample(self):
@@ -446,7 +502,7 @@ class LinkAgent:
         self.p = p
         self.vel = vel
         self.w = w
-        self.kin_tick = self.tick
+        self.I[I_KIN] = self.I[I_TICK]
         # Assertions leave before K_i so that, on every medium (FIFO per node), they reach
         # the host ahead of K_N, which is when the host rebroadcasts them with the goal.
         if self.weight is not None:   # gravity compensation by assertion
@@ -465,21 +521,8 @@ class LinkAgent:
     def send_kinematic(self):
         """compose() by linkcore from S: K_i and its frame (and the gravity assertion's,
         which leaves first), no Python float made."""
-        txa = self._tx_assert
-        self.core.kinematic(self.S, self._rev, self.tick, self.link, self.down, self._seq, self._tx, txa)
-        self.kin_tick = self.tick
-        send = self.hal.send
-        if txa is not None:
-            send(txa, ASSERT_FRAME)
-            self._seq = (self._seq + 1) & 0xFFFF
-        copies = self.copies
-        while copies > 0:
-            send(self._tx, K_FRAME)
-            copies -= 1
-        self._seq = (self._seq + 1) & 0xFFFF
-        if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
-            # the pure Python: linkstate.covers leaves out neighbour checks)
-            self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
+        self.core.kinematic(self.S, self.I, self._tx)
+        _kinematic_out(self)
 
     def injected(self, tick):
         """Faults injected at this tick (config "inject")."""
@@ -588,7 +631,7 @@ class LinkAgent:
             self._ap[self._n_assert] = (v[3:6], v[6:12])
         else:
             linkstate.put(self.S, linkstate.S_ASSERT + 9 * self._n_assert, v, 3, 12)
-        self._n_assert += 1
+        self.I[I_NA] += 1
 
     def on_goal(self, v):
         """Step 6: the broadcast global goal G = (p_app, f) closes this cycle."""
@@ -601,65 +644,33 @@ class LinkAgent:
         self.take_goal(v)
 
     def take_goal(self, goal):
-        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle."""
-        self.safety.on_goal(self.tick)
+        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle
+        (linkcore does this at once for a plain cycle: receive, GOAL_ACTED)."""
+        I = self.I
+        tick = I[I_TICK]
+        sf = self.safety
+        sf.on_goal(tick)
         self._goal = goal
-        self._goal_tick = self.tick
-        if self.safety.state == safety.RUN and self.acted_tick != self.tick:
-            if self.kin_tick != self.tick:
+        I[I_GOAL] = tick
+        if sf.state == RUN and I[I_ACTED] != tick:
+            if I[I_KIN] != tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
-                self.safety.on_kinematic_age(self.tick - self.kin_tick)
+                sf.on_kinematic_age(tick - I[I_KIN])
             self.actuate(goal)
 
     @micropython.native   # (see receive)
     def actuate(self, goal):
         """Step 7: this tick's torque (a fault's reaction, or the behaviours arbitrated and
         saturated) to the motor, reported to the host (TORQUE); the cycle's bookkeeping."""
-        # what is used more than once is held in locals: on a Cortex-M4F an attribute of
-        # the agent costs ~65 instructions a load more than a constant (make mcu-bench)
-        u_prev = self.u   # held since the last tick (the identification's interval)
-        sf = self.safety
-        hal = self.hal
+        state = self.safety.state
         core = self.core
-        tick = self.tick
-        state = sf.state
         if core is None or state >= BRAKED or self.q_lock is not None:
             self._torque_python(goal, state)   # a fault's reaction, the brake's release, no linkcore
         encoded = False   # linkcore computed u and put the TORQUE frame in self._tx
         if core is not None and state < BRAKED:
             # linkcore: the behaviours, arbitration, saturation and the TORQUE frame, in C
-            encoded = core.torque(self.S, self._rev, goal is not None, self._n_assert, self.q,
-                                  self.qd, self._tx, tick, self.link, self._seq, state)
-        u = self.S[S_U] if encoded else self._arbitrate()
-        self.u = u
-        hal.write(u)
-        sf.on_torque(u, self.qd, self.u_sat, not self._silent)
-        self.acted_tick = tick
-        t_finish = hal.ticks_us()
-        cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
-        # TORQUE reports the cycle to the host: on the bus, or through hal.report
-        out = self._report
-        if encoded and sf.state == state:   # linkcore's frame reports the right state
-            (out or hal.send)(self._tx, 41)
-            self._seq = (self._seq + 1) & 0xFFFF
-        else:
-            c = self.components
-            self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
-        if self.ident is not None:
-            self.ident.after_torque(self, u_prev)
-        # STATUS after the torque, when the cycle's traffic is through, and staggered by
-        # link so that a chain carries about one per tick, never N at once
-        every = self.status_every
-        if tick % every == self.link % every:
-            self.send_status()
-        finish = self.finish
-        finish.record(tick, cycle_us, t_finish)
-        # the host services' frames, called only where there is one to send (make
-        # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
-        if self.logq.waiting:
-            self.logq.pump(self)
-        if tick % services.TIMING_SLOTS == finish.slot:
-            finish.pump(self, tick)
+            encoded = core.torque(self.S, self.I, self._tx, goal is not None, self.q, self.qd, state)
+        _close(self, self.S[S_U] if encoded else self._arbitrate(), encoded, state)
 
     def _torque_python(self, goal, state):
         """actuate() where it is not linkcore's plain RUN torque: a fault's reaction, the
@@ -761,9 +772,8 @@ class LinkAgent:
         self.safety = safety.Safety(self._safety_cfg)
         if self._brake_at_start:
             self.safety.trip(safety.F_COMMAND)
-        self.tick = -1
-        self.acted_tick = -1
-        self.kin_tick = -1
+        I = self.I
+        I[I_TICK] = I[I_ACTED] = I[I_KIN] = I[I_GOAL] = -1
         depth = self.nb_depth
         self._kin = [None] * (depth + 1)        # this tick's packets: [r] = K_{i-1-r}
         self._nbq = [(0.0, 0.0, 0)] * depth     # neighbour i-1-r's last checked (q, qd, tick)
@@ -772,11 +782,75 @@ class LinkAgent:
         self.skip = 0                           # proximal neighbours bridged
         self._readmit = 0
         self._miss = -1                         # tick of a first failed check
-        self._goal = None                       # the last goal and its tick (stale goal)
-        self._goal_tick = -1
+        self._goal = None                       # the last goal (stale goal; its tick: I_GOAL)
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
         self._base = None                       # link 1: the last K_0 (the base packet)
         self.tip_out = False                    # link N-1: the host took the tip out of the team
+
+
+# The hot path's helpers are module functions, not methods: from native code a call of
+# one costs ~300 instructions on a Cortex-M4F, a method's ~900 (its name is looked for
+# among the agent's ~85 attributes first; make mcu-bench). `self` is the LinkAgent.
+
+@micropython.native   # (LinkAgent.receive)
+def _kinematic_out(self):
+    """The frames linkcore made of K_i (send_kinematic, or rx at once: K_SENT) onto
+    the bus: the gravity assertion first, then K_i, `copies` times."""
+    send = self.hal.send
+    if self._flags & FLAG_GRAVITY:
+        send(self._tx_assert, ASSERT_FRAME)
+    copies = self.copies
+    while copies > 0:
+        send(self._tx, K_FRAME)
+        copies -= 1
+    if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
+        # the pure Python: linkstate.covers leaves out neighbour checks)
+        self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
+
+
+@micropython.native   # (LinkAgent.receive)
+def _close(self, u, encoded, state):
+    """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
+    report (linkcore's frame in _tx where `encoded` and the state is still `state`),
+    STATUS, the completion record and the host services."""
+    # what is used more than once is held in locals: on a Cortex-M4F an attribute of
+    # the agent costs ~100 instructions a load (make mcu-bench)
+    u_prev = self.u   # held since the last tick (the identification's interval)
+    self.u = u
+    hal = self.hal
+    hal.write(u)
+    sf = self.safety
+    sf.last_u = u   # unless it never reached the motor (the node is silent)
+    sf.last_u_run = sf.state == RUN and not self._silent
+    if sf.checks_torque:
+        sf.on_torque(u, self.qd, self.u_sat)
+    I = self.I
+    tick = I[I_TICK]
+    I[I_ACTED] = tick
+    t_finish = hal.ticks_us()
+    cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
+    # TORQUE reports the cycle to the host: on the bus, or through hal.report
+    out = self._report
+    if encoded and sf.state == state:   # linkcore's frame reports the right state
+        (out or hal.send)(self._tx, 41)
+        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
+    else:
+        c = self.components
+        self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
+    if self.ident is not None:
+        self.ident.after_torque(self, u_prev)
+    # STATUS after the torque, when the cycle's traffic is through, and staggered by
+    # link so that a chain carries about one per tick, never N at once
+    if tick % self.status_every == self._status_slot:
+        self.send_status()
+    finish = self.finish
+    _record(finish, tick, cycle_us, t_finish)
+    # the host services' frames, called only where there is one to send (make
+    # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
+    if self.logq.waiting:
+        self.logq.pump(self)
+    if tick % TIMING_SLOTS == finish.slot:
+        finish.pump(self, tick)
 
 
 def _to_world(quat, p, x_link):

@@ -37,12 +37,36 @@ S_CENTROID = const(84)
 S_C = const(87)         # torque components (6)
 S_U = const(93)
 S_ASSERT = const(94)    # MAX_ASSERT couplets p(3), f(6)
-S_JOINT = const(238)     # JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
-SLOTS = const(246)
+S_JOINT = const(238)    # JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
+S_Q = const(246)        # the joint angle of this tick (S_QD = 7: its speed)
+SLOTS = const(247)
 
-if linkcore is not None and linkcore.SLOTS != SLOTS:
-    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, want %d): "
-                      "rebuild it from this firmware's linkcore.c" % (linkcore.SLOTS, SLOTS))
+# the agent's integers I, an array('i') (LinkAgent.I: with or without linkcore, the one
+# place they are held; the agent's names tick, kin_tick, ... read them). Ticks run to
+# 2^31 - 1 (LinkAgent.dispatch drops a frame of a later one); 'i', not 'q': MicroPython
+# makes a long-int object of every 'q' item read
+I_TICK = const(0)       # the tick synced to (-1: none yet)
+I_SEQ = const(1)        # the sequence number of the agent's next frame
+I_KIN = const(2)        # the tick whose K_i went out (kin_tick)
+I_ACTED = const(3)      # the tick whose torque went out (acted_tick)
+I_NA = const(4)         # assertion couplets of this tick (S_ASSERT)
+I_GOAL = const(5)       # the tick of the last goal taken
+I_LINK = const(6)
+I_DOWN = const(7)       # K_i's destination
+I_FLAGS = const(8)      # FLAG_*
+I_RX = const(9)         # linkcore.rx: a SYNC's or JOINT_STATE's tick, then its flags
+INTS = const(11)
+FLAG_REV = const(1)     # a revolute joint
+FLAG_GRAVITY = const(2)   # K_i goes with the gravity couplet's ASSERT (its frame at tx[64:])
+FLAG_PLAIN = const(4)   # this tick's goal is closed in linkcore.rx (agent.on_sync says when)
+# linkcore.rx's answers beyond a frame type: what it did with the frame at once
+K_SENT = const(0x13)     # K_i composed: its frames in tx
+GOAL_ACTED = const(0x14)   # the goal's torque: u in S_U, the TORQUE frame in tx
+
+if linkcore is not None and (linkcore.SLOTS, getattr(linkcore, "INTS", None)) != (SLOTS, INTS):
+    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, %d ints; want %d, %d): "
+                      "rebuild it from this firmware's linkcore.c"
+                      % (linkcore.SLOTS, linkcore.INTS, SLOTS, INTS))
 
 
 def covers(cfg):

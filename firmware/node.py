@@ -37,6 +37,44 @@ _NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad fram
 _MINE_N = const(608)    # framing.BLK_MINE_N: each pool frame's length
 
 
+# The poll round's helpers are module functions, not methods: from native code a call of
+# one costs ~300 instructions on a Cortex-M4F, a method's ~900 (make mcu-bench). `self`
+# is the ChainNode.
+
+@micropython.native   # (LinkAgent.receive says why)
+def _flush(self):
+    """ChainNode.flush: the queued frames out, down first (a ring's dead down wire is
+    found here)."""
+    b = self._blk
+    if b[5]:
+        self.down.write(self._txv[1], b[5])
+        b[5] = 0
+        if self.ring and not self.down_dead and getattr(self.down, "hup", False):
+            self.down_dead = True     # route around it: everything goes up from now on
+            self.to_links = None
+            self.to_host = self.up
+            self._host_side = 0
+            self._tables()
+    if b[4]:
+        self.up.write(self._txv[0], b[4])
+        b[4] = 0
+
+
+@micropython.native   # (LinkAgent.receive says why)
+def _deliver(self):
+    """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
+    works through this round's own frames (its sends queued: the poll round writes
+    them). Flushed only where something is queued."""
+    blk = self._blk
+    if blk[4] or blk[5]:
+        _flush(self)
+    self._batch = True
+    for f in range(blk[_NMINE]):
+        self.agent.receive(self._pool[f], blk[_MINE_N + f])
+    blk[_NMINE] = 0
+    self._batch = False
+
+
 class ChainNode:
     """UART daisy chain (docs/design.md §1): `up` leads toward the base and the host, `down` toward
     the tip (None on the last link of a plain chain). Routing by destination address:
@@ -150,37 +188,23 @@ class ChainNode:
         s = self._cut_tab[buf[2]] >> 4   # _route's answer for the agent's frames (_tables)
         if s & 2:
             if b[5] > _ROOM:
-                self.flush()
+                _flush(self)
             b[5] = _encode_at(buf, n, b, _TX_DOWN + b[5]) - _TX_DOWN
         if s & 1:
             if b[4] > _ROOM:
-                self.flush()
+                _flush(self)
             b[4] = _encode_at(buf, n, b, _TX_UP + b[4]) - _TX_UP
         if not self._batch:
-            self.flush()
+            _flush(self)
 
-    @micropython.native   # (LinkAgent.receive says why)
-    def flush(self):
-        b = self._blk
-        if b[5]:
-            self.down.write(self._txv[1], b[5])
-            b[5] = 0
-            if self.ring and not self.down_dead and getattr(self.down, "hup", False):
-                self.down_dead = True     # route around it: everything goes up from now on
-                self.to_links = None
-                self.to_host = self.up
-                self._host_side = 0
-                self._tables()
-        if b[4]:
-            self.up.write(self._txv[0], b[4])
-            b[4] = 0
+    flush = _flush
 
     def _queue(self, side, data, span):
         """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
         transmit buffer (span packs start and end: framing.put)."""
         o = self._blk[4 + side]
         if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
-            self.flush()
+            _flush(self)
             o = 0
         self._blk[4 + side] = _put(self._txv[side], o, data, span)
 
@@ -275,7 +299,7 @@ class ChainNode:
                     if dst == link or dst == m.BROADCAST or near:
                         f = blk[_NMINE]
                         if f == _POOL:
-                            self._deliver()     # pool full: hand over what is there first
+                            _deliver(self)     # pool full: hand over what is there first
                             f = 0
                         nf = _decode(data, a | j << 16, self._pool[f], _FRAME)
                         if nf < 0:
@@ -288,23 +312,6 @@ class ChainNode:
             r = _cut(rx, blk, span | i << 12)
             k += r if r >= 0 else blk[6] | blk[7] << 8
         return k
-
-    @micropython.native   # (LinkAgent.receive says why)
-    def _deliver(self):
-        """Passing traffic first (cut-through: SYNC runs ahead of K), then the agent
-        works through this round's own frames (its sends queued, written once after).
-        flush() only where something is queued (a call is ~1.2k instructions on a
-        Cortex-M4F, make mcu-bench)."""
-        blk = self._blk
-        if blk[4] or blk[5]:
-            self.flush()
-        self._batch = True
-        for f in range(blk[_NMINE]):
-            self.agent.receive(self._pool[f], blk[_MINE_N + f])
-        blk[_NMINE] = 0
-        self._batch = False
-        if blk[4] or blk[5]:
-            self.flush()
 
     def _ring_admits(self, data, i, j, dst, port):
         """Ring: the goal waves. False for a frame to leave alone (neither passed on nor
@@ -357,10 +364,10 @@ class ChainNode:
                 self.agent.decoder.bad += blk[_NMINE + 1]
                 blk[_NMINE + 1] = 0
             if blk[_NMINE]:
-                self._deliver()
-            elif blk[5]:
-                self.flush()
-            else:   # flush written out for the usual forward (one port)
+                _deliver(self)
+            if blk[5]:
+                _flush(self)
+            else:   # flush written out for the usual case: the up port alone
                 q = blk[4]
                 if q:
                     up.write(self._tx_up, q)

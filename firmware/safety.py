@@ -44,8 +44,11 @@ class Safety:
         self._q_prev = None
         self._qd_prev = 0.0
         self._tick_prev = -2
-        self._u = 0.0          # the torque commanded last cycle (on_torque) and whether it
-        self._u_run = False    # was a RUN torque: what the joint had on it since
+        # the torque the agent commanded last cycle and whether it was a RUN torque that
+        # reached the motor: what the joint had on it since (set by the agent every cycle,
+        # read by the response check; on_torque's own checks only where configured)
+        self.last_u = 0.0
+        self.last_u_run = False
         self._u_frozen = 0.0   # the torque over the first cycle the reading stood still
         self._frozen = 0
         self._against = 0
@@ -65,6 +68,8 @@ class Safety:
         self.stall_qd = float(cfg.get("stall_qd", 1e-3))
         self.stall_cycles = int(cfg.get("stall_cycles", 60))
         self.over_torque_cycles = int(cfg.get("over_torque_cycles", 0))   # 0: off
+        # on_torque has work (make mcu-bench: a call costs ~1.5k instructions on a Cortex-M4F)
+        self.checks_torque = self.stall_u > 0.0 or self.over_torque_cycles > 0
         self.readmit_cycles = int(cfg.get("readmit_cycles", 0))
         # joint response checks (on_sample); `period` is the control period (s)
         period = float(cfg.get("period", 1.0 / 120.0))
@@ -126,7 +131,7 @@ class Safety:
             dq = q - qp   # |dq| > max_q_step, written out (above)
             if dq > self.max_q_step or dq < self._q_step_neg:
                 self.trip(F_SENSOR, "encoder jump %.3f" % dq)
-        if self._u_run and tick == self._tick_prev + 1 and self.state == RUN:
+        if self.last_u_run and tick == self._tick_prev + 1 and self.state == RUN:
             self.check_response(q, qd)
         self._q_prev = q
         self._qd_prev = qd
@@ -162,7 +167,7 @@ class Safety:
             so the check is off unless a scenario sets respond_u (reference-ft does).
         A few float operations a cycle; no allocation where floats are immediate objects
         (a Cortex-M build), one float object (dqd) with the motor check on elsewhere."""
-        u = self._u
+        u = self.last_u
         if q == self._q_prev and qd == 0.0:
             if self._frozen == 0:
                 self._u_frozen = u
@@ -194,12 +199,10 @@ class Safety:
             if self._good >= self.readmit_cycles:
                 self.clear()
 
-    def on_torque(self, u, qd, u_sat, sent=True):
+    def on_torque(self, u, qd, u_sat):
         """Poor motor performance: torque commanded, no motion, for stall_cycles; torque at
-        saturation for over_torque_cycles. Keeps u for the next sample's response check,
-        unless it never reached the motor (`sent` False: the node is silent)."""
-        self._u = u
-        self._u_run = sent and self.state == RUN
+        saturation for over_torque_cycles (called where checks_torque, after the agent has
+        set last_u and last_u_run)."""
         if self.stall_u > 0.0:
             if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
                 self._stalled += 1

@@ -37,10 +37,14 @@ def test_agent_frame_lengths_are_the_wire_formats():
 
 
 def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
-    """agent.py writes the hot frames' types and S's slots out as const."""
-    from firmware import agent, linkstate
+    """agent.py writes the hot frames' types, S's and I's slots out as const."""
+    from firmware import agent, linkstate, safety, services
     assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
     assert (agent.S_U, agent.S_JOINT) == (linkstate.S_U, linkstate.S_JOINT)
+    names = ("I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL", "I_LINK", "I_DOWN", "I_FLAGS",
+             "I_RX", "INTS", "FLAG_REV", "FLAG_GRAVITY", "FLAG_PLAIN", "K_SENT", "GOAL_ACTED")
+    assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
+    assert (agent.RUN, agent.TIMING_SLOTS) == (safety.RUN, services.TIMING_SLOTS)
 
 
 def test_node_block_constants_are_framings():

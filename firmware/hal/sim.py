@@ -25,16 +25,16 @@ class SimHAL:
         self.p_psh = values[4:7]
         self.x_r = values[7:10]
 
-    def take_joint_state(self, S, at, ints):
+    def take_joint_state(self, S, at, ints, i):
         """on_joint_state for a JOINT_STATE that linkcore.rx took into the float array S:
-        S[at:at + 8] = q, qd, p_psh, x_r; ints = tick, flags. Makes no tuple (make
+        S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple (make
         mcu-bench: the values tuple cost 272 bytes and ~8k instructions a cycle on a
         Cortex-M4F); p_psh and x_r are taken when the range is valid, the only time the
         agent looks at them (RMOA)."""
-        self.state_tick = ints[0]
+        self.state_tick = ints[i]
         self.q = S[at]
         self.qd = S[at + 1]
-        self.range_valid = bool(ints[1] & 1)
+        self.range_valid = bool(ints[i + 1] & 1)
         if self.range_valid:
             self.p_psh = (S[at + 2], S[at + 3], S[at + 4])
             self.x_r = (S[at + 5], S[at + 6], S[at + 7])

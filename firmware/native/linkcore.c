@@ -97,13 +97,22 @@ static uint8_t *frame_buffer(mp_obj_t obj, size_t need) {
     return (uint8_t *)b.buf;
 }
 
-// rx(frame, n, S, tick, link, ints) -> the type of a hot frame, or 0. A frame is checked
+static int32_t *ints(mp_obj_t obj) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
+    if (b.len < INTS * sizeof(int32_t) || b.typecode != 'i') {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: I is not an array('i') of INTS"));
+    }
+    return (int32_t *)b.buf;
+}
+
+// rx(frame, n, S, I, tx, state) -> what became of a hot frame, or 0. A frame is checked
 // as messages.Decoder checks it (rx_check) and taken if it is
-//   SYNC (broadcast or to `link`): its tick into ints[0];
-//   JOINT_STATE to `link`, all finite: its tick into ints[0], flags into ints[1], q, qd,
-//     p_psh, x_r into S_JOINT;
-//   KINEMATIC to `link` of this `tick`, all finite: K_{i-1} into S_IN;
-//   GOAL (broadcast) of this `tick`, all finite: p_app and f into S_GOAL.
+//   SYNC (broadcast or to the link): its tick into I_RX;
+//   JOINT_STATE to the link, all finite: its tick, flags into I_RX, q, qd, p_psh, x_r into S_JOINT;
+//   KINEMATIC to the link of this tick, all finite: K_{i-1} into S_IN;
+//   GOAL (broadcast) of this tick, all finite: p_app and f into S_GOAL;
+// and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is 114 bytes).
 // Their floats go straight from the frame into S: no Python float is made. Anything
 // else returns 0, and the agent decodes it in Python (which also counts a bad frame).
 static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
@@ -113,62 +122,49 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     if (n > b.len) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
-    int t = rx_check(b.buf, n, mp_obj_get_int(args[3]), mp_obj_get_int(args[4]));
+    int32_t *I = ints(args[3]);
+    int t = rx_check(b.buf, n, I[I_TICK], I[I_LINK]);
     if (t == 0) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
     real *S = state(args[2]);
-    uint32_t *ints = NULL;
-    if (t == T_SYNC || t == T_JOINT_STATE) {
-        mp_buffer_info_t ib;
-        mp_get_buffer_raise(args[5], &ib, MP_BUFFER_WRITE);
-        if (ib.len < 2 * sizeof(uint32_t)) {
-            mp_raise_ValueError(MP_ERROR_TEXT("linkcore: ints too short"));
-        }
-        ints = ib.buf;
+    if (!rx_take(t, (const uint8_t *)b.buf + HEADER, S, I + I_RX)) {
+        return MP_OBJ_NEW_SMALL_INT(0);
     }
-    return MP_OBJ_NEW_SMALL_INT(rx_take(t, (const uint8_t *)b.buf + HEADER, S, ints) ? t : 0);
+    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), mp_obj_get_int(args[5])));
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 6, rx);
 
-// a_i(S, revolute, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; qd into S_QD
+// a_i(S, I, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
 static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {
     real *S = state(args[0]);
-    dh_local(S, mp_obj_is_true(args[1]), mp_obj_get_float(args[2]), mp_obj_get_float(args[3]),
-        mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), mp_obj_get_float(args[6]));
+    real q = mp_obj_get_float(args[6]);
+    dh_local(S, ints(args[1])[I_FLAGS] & FLAG_REV, mp_obj_get_float(args[2]), mp_obj_get_float(args[3]),
+        mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), q);
+    S[S_Q] = q;
     S[S_QD] = mp_obj_get_float(args[7]);
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 8, a_i);
 
-// kinematic(S, revolute, tick, link, dst, seq, tx, tx_assert): K_i and its frame in tx
-// (64 bytes), the gravity couplet's first in tx_assert (50 bytes) unless it is None
-// (kinematic_tx)
-static mp_obj_t kinematic(size_t n_args, const mp_obj_t *args) {
-    real *S = state(args[0]);
-    uint8_t *tx = frame_buffer(args[6], 64);
-    uint8_t *ta = args[7] == mp_const_none ? NULL : frame_buffer(args[7], 50);
-    kinematic_tx(S, mp_obj_is_true(args[1]), mp_obj_get_int(args[2]), mp_obj_get_int(args[3]),
-        mp_obj_get_int(args[4]), mp_obj_get_int(args[5]), tx, ta);
+// kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
+static mp_obj_t kinematic(mp_obj_t S, mp_obj_t I, mp_obj_t tx) {
+    kinematic_i(state(S), ints(I), frame_buffer(tx, 114));
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(kinematic_obj, 8, kinematic);
+static MP_DEFINE_CONST_FUN_OBJ_3(kinematic_obj, kinematic);
 
-// torque(S, revolute, goal, n_assert, q, qd, tx, tick, link, seq, state) -> finite:
-// the components into S_C, u into S_U, and the TORQUE frame (41 bytes, to the host)
-// in tx, reporting `state` (torque_tx)
+// torque(S, I, tx, goal, q, qd, state) -> finite: the components into S_C, u into S_U,
+// and the TORQUE frame (41 bytes, to the host) in tx, reporting `state` (torque_i)
 static mp_obj_t torque_frame(size_t n_args, const mp_obj_t *args) {
-    real *S = state(args[0]);
-    int n_assert = mp_obj_get_int(args[3]);
-    if (n_assert < 0 || n_assert > MAX_ASSERT) {
+    int32_t *I = ints(args[1]);
+    if (I[I_NA] < 0 || I[I_NA] > MAX_ASSERT) {
         mp_raise_ValueError(MP_ERROR_TEXT("linkcore: n_assert out of range"));
     }
-    uint8_t *tx = frame_buffer(args[6], 41);
-    return mp_obj_new_bool(torque_tx(S, mp_obj_is_true(args[1]), mp_obj_is_true(args[2]), n_assert,
-        mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), tx, mp_obj_get_int(args[7]),
-        mp_obj_get_int(args[8]), mp_obj_get_int(args[9]), mp_obj_get_int(args[10])));
+    return mp_obj_new_bool(torque_i(state(args[0]), I, frame_buffer(args[2], 41), mp_obj_is_true(args[3]),
+        mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), mp_obj_get_int(args[6])));
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(torque_obj, 11, torque_frame);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(torque_obj, 7, torque_frame);
 
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
@@ -178,6 +174,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
     // the layout's size and the float width, checked by firmware/linkstate.py
     mp_store_global(MP_QSTR_SLOTS, MP_OBJ_NEW_SMALL_INT(SLOTS));
+    mp_store_global(MP_QSTR_INTS, MP_OBJ_NEW_SMALL_INT(INTS));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));
     MP_DYNRUNTIME_INIT_EXIT
 }

@@ -35,7 +35,28 @@ static real root(real x);
 #define S_ASSERT 94    // MAX_ASSERT couplets of this tick: p(3), f(6)
 #define MAX_ASSERT 16
 #define S_JOINT (S_ASSERT + 9 * MAX_ASSERT)   // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
-#define SLOTS (S_JOINT + 8)
+#define S_Q (S_JOINT + 8)   // the joint angle of this tick (with S_QD: what the torque is of)
+#define SLOTS (S_Q + 1)
+
+// ---- the agent's integers I (int32: ticks run to 2^31 - 1; firmware/linkstate.py's I_ names) ----
+#define I_TICK 0      // the tick synced to (-1: none yet)
+#define I_SEQ 1       // the sequence number of the agent's next frame
+#define I_KIN 2       // the tick whose K_i went out
+#define I_ACTED 3     // the tick whose torque went out
+#define I_NA 4        // assertion couplets of this tick in S_ASSERT
+#define I_GOAL 5      // the tick of the last goal taken
+#define I_LINK 6
+#define I_DOWN 7      // K_i's destination
+#define I_FLAGS 8
+#define I_RX 9        // a SYNC's or JOINT_STATE's tick, then its flags
+#define INTS 11
+#define FLAG_REV 1       // a revolute joint
+#define FLAG_GRAVITY 2   // the gravity couplet is asserted with K_i (its frame at tx + 64)
+#define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent.on_sync says when)
+#define STATE_RUN 1      // bus_protocol/states.py RUN
+// rx's answers beyond a frame type: what linkcore did with the frame at once
+#define K_SENT 0x13      // K_i composed from this K_{i-1}: its frames in tx
+#define GOAL_ACTED 0x14  // the goal's torque: u in S_U, the TORQUE frame in tx
 
 // ---- frames (bus_protocol/messages.py, SPEC.md) ----
 #define T_SYNC 1
@@ -306,11 +327,11 @@ static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
     const uint8_t *pay = f + HEADER;
     bool mine;   // the right size, and this agent's to act on
     switch (t) {
-        case T_SYNC:
-            mine = n == 12 && (dst == BROADCAST || dst == link);
+        case T_SYNC:   // (a tick past 2^31 - 1 is the Python's to drop)
+            mine = n == 12 && (dst == BROADCAST || dst == link) && get_u32(pay) <= INT32_MAX;
             break;
         case T_JOINT_STATE:
-            mine = n == 45 && dst == link;
+            mine = n == 45 && dst == link && get_u32(pay) <= INT32_MAX;
             break;
         case T_KINEMATIC:
             mine = n == 64 && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
@@ -335,7 +356,7 @@ static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
 // JOINT_STATE: the tick, then the flags); false if a float is not usable (nothing taken)
 //   JOINT_STATE: q, qd, p_psh, x_r into S_JOINT;  KINEMATIC: K_{i-1} into S_IN;
 //   GOAL: p_app and f into S_GOAL.
-static bool rx_take(int t, const uint8_t *pay, real *S, uint32_t *ints) {
+static bool rx_take(int t, const uint8_t *pay, real *S, int32_t *ints) {
     real tmp[13];
     switch (t) {
         case T_KINEMATIC:   // tick, quat, p, v, w
@@ -364,7 +385,7 @@ static bool rx_take(int t, const uint8_t *pay, real *S, uint32_t *ints) {
                 }
                 ints[1] = pay[12];
             }
-            ints[0] = get_u32(pay);
+            ints[0] = (int32_t)get_u32(pay);   // <= INT32_MAX (rx_check)
     }
     return true;
 }
@@ -397,4 +418,45 @@ static bool torque_tx(real *S, bool revolute, bool goal, int n_assert, real q, r
     *p++ = state;
     seal(tx, T_TORQUE, link, 0, seq, put_floats(p, S + S_C, 6));
     return finite;
+}
+
+// K_i and its frames from I (agent.send_kinematic): the KINEMATIC frame in tx, the gravity
+// couplet's ASSERT (FLAG_GRAVITY) in tx + 64, leaving first; the sequence numbers taken
+static void kinematic_i(real *S, int32_t *I, uint8_t *tx) {
+    bool gravity = (I[I_FLAGS] & FLAG_GRAVITY) != 0;
+    int seq = (int)I[I_SEQ];
+    kinematic_tx(S, I[I_FLAGS] & FLAG_REV, (uint32_t)I[I_TICK], (int)I[I_LINK], (int)I[I_DOWN], seq,
+        tx, gravity ? tx + 64 : NULL);
+    I[I_SEQ] = (seq + 1 + gravity) & 0xFFFF;
+    I[I_KIN] = I[I_TICK];
+}
+
+// The torque of this tick from I (agent.actuate): torque_tx with the goal or without,
+// n_assert and the sequence number from I (the agent takes it when it sends the frame)
+static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real qd, int state) {
+    return torque_tx(S, I[I_FLAGS] & FLAG_REV, goal, (int)I[I_NA], q, qd, tx, (uint32_t)I[I_TICK],
+        (int)I[I_LINK], (int)I[I_SEQ], state);
+}
+
+// What the agent does at once with a frame rx_take took as type t (agent.receive: one
+// native call for a hot frame, make mcu-bench):
+//   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT;
+//   GOAL, a plain cycle (FLAG_PLAIN, `state` RUN) whose K_i is out and torque is not:
+//     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick);
+//   otherwise t (the agent's Python does the rest).
+static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, int state) {
+    int32_t tick = I[I_TICK];
+    if (t == T_KINEMATIC && I[I_KIN] != tick) {
+        kinematic_i(S, I, tx);
+        return K_SENT;
+    }
+    if (t == T_GOAL && state == STATE_RUN && (I[I_FLAGS] & FLAG_PLAIN) && I[I_KIN] == tick
+            && I[I_ACTED] != tick && I[I_NA] >= 0 && I[I_NA] <= MAX_ASSERT) {
+        if (!torque_i(S, I, tx, true, S[S_Q], S[S_QD], state)) {
+            return t;   // the Python's actuate says why (F_INTERNAL)
+        }
+        I[I_GOAL] = tick;   // (the agent's _close takes the sequence number, sets I_ACTED)
+        return GOAL_ACTED;
+    }
+    return t;
 }

@@ -35,32 +35,9 @@ static void *buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char 
     return view->buf;
 }
 
-// S and a frame buffer of `need` bytes (both released with release2 after), or NULL
-static real *state_and_frame(PyObject *const *args, int at, Py_ssize_t need, Py_buffer *sb,
-    Py_buffer *tb, uint8_t **tx) {
-    real *S = buffer(args[0], sb, SLOTS * sizeof(real), "state array");
-    if (S == NULL) {
-        return NULL;
-    }
-    *tx = buffer(args[at], tb, need, "frame buffer");
-    if (*tx == NULL) {
-        PyBuffer_Release(sb);
-        return NULL;
-    }
-    return S;
-}
-
 static void release2(Py_buffer *a, Py_buffer *b) {
     PyBuffer_Release(a);
     PyBuffer_Release(b);
-}
-
-// out[j] = args[at + j] as C longs, j < n; 0 with the exception set on a wrong type
-static int longs(PyObject *const *args, int at, int n, long *out) {
-    for (int j = 0; j < n; j++) {
-        out[j] = PyLong_AsLong(args[at + j]);
-    }
-    return !PyErr_Occurred();
 }
 
 static int args_ok(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
@@ -72,138 +49,155 @@ static int args_ok(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
 }
 
 
-// rx(frame, n, S, tick, link, ints) -> the type of a hot frame taken into S, or 0
-// (linkcore.c's rx)
+// I, the agent's integers: a writable array('i') of INTS items, held in *view
+static int32_t *ints(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    if (view->len < INTS * (Py_ssize_t)sizeof(int32_t) || view->itemsize != 4 || view->format == NULL
+            || strcmp(view->format, "i") != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "linkcore: I is not an array('i') of INTS");
+        return NULL;
+    }
+    return view->buf;
+}
+
+// S, I and a frame buffer of `need` bytes (released with release3 after), or NULL
+static real *state_ints_frame(PyObject *const *args, Py_ssize_t need, Py_buffer *sb, Py_buffer *ib,
+    Py_buffer *tb, int32_t **I, uint8_t **tx) {
+    real *S = buffer(args[0], sb, SLOTS * sizeof(real), "state array");
+    if (S == NULL) {
+        return NULL;
+    }
+    *I = ints(args[1], ib);
+    if (*I == NULL) {
+        PyBuffer_Release(sb);
+        return NULL;
+    }
+    *tx = buffer(args[2], tb, need, "frame buffer");
+    if (*tx == NULL) {
+        release2(sb, ib);
+        return NULL;
+    }
+    return S;
+}
+
+static void release3(Py_buffer *a, Py_buffer *b, Py_buffer *c) {
+    release2(a, b);
+    PyBuffer_Release(c);
+}
+
+// rx(frame, n, S, I, tx, state) -> what became of a hot frame, or 0 (linkcore.c's rx)
 static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 6, "rx")) {
         return NULL;
     }
-    Py_buffer fb;
+    Py_buffer fb, sb, ib, tb;
     if (PyObject_GetBuffer(args[0], &fb, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
     Py_ssize_t n = args[1] == Py_None ? fb.len : PyLong_AsSsize_t(args[1]);
-    long tick = PyLong_AsLong(args[3]);
-    long link = PyLong_AsLong(args[4]);
-    int t = 0;
-    if (PyErr_Occurred()) {
+    long state = PyLong_AsLong(args[5]);
+    int32_t *I = PyErr_Occurred() ? NULL : ints(args[3], &ib);
+    if (I == NULL) {
         PyBuffer_Release(&fb);
         return NULL;
     }
+    int t = 0;
     if (n <= fb.len && n >= 0) {
-        t = rx_check(fb.buf, n, tick, link);
+        t = rx_check(fb.buf, n, I[I_TICK], I[I_LINK]);
     }
     if (t != 0) {
-        Py_buffer sb, ib = {0};
         real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
-        uint32_t *ints = NULL;
-        if (S == NULL) {
-            PyBuffer_Release(&fb);
+        uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, 114, "frame buffer");
+        if (tx == NULL) {
+            if (S != NULL) {
+                PyBuffer_Release(&sb);
+            }
+            release2(&fb, &ib);
             return NULL;
         }
-        if (t == T_SYNC || t == T_JOINT_STATE) {
-            ints = buffer(args[5], &ib, 2 * sizeof(uint32_t), "ints");
-            if (ints == NULL) {
-                PyBuffer_Release(&sb);
-                PyBuffer_Release(&fb);
-                return NULL;
-            }
-        }
-        if (!rx_take(t, (const uint8_t *)fb.buf + HEADER, S, ints)) {
-            t = 0;
-        }
-        if (ints != NULL) {
-            PyBuffer_Release(&ib);
-        }
-        PyBuffer_Release(&sb);
+        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, state) : 0;
+        release2(&sb, &tb);
     }
-    PyBuffer_Release(&fb);
+    release2(&fb, &ib);
     return PyLong_FromLong(t);
 }
 
-// a_i(S, revolute, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; qd into S_QD
+// a_i(S, I, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
 static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 8, "a_i")) {
         return NULL;
     }
-    int revolute = PyObject_IsTrue(args[1]);
     real v[6];
     for (int j = 0; j < 6; j++) {
         v[j] = PyFloat_AsDouble(args[2 + j]);
     }
-    if (revolute < 0 || PyErr_Occurred()) {
+    if (PyErr_Occurred()) {
         return NULL;
     }
-    Py_buffer sb;
+    Py_buffer sb, ib;
     real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
     if (S == NULL) {
         return NULL;
     }
-    dh_local(S, revolute, v[0], v[1], v[2], v[3], v[4]);
+    int32_t *I = ints(args[1], &ib);
+    if (I == NULL) {
+        PyBuffer_Release(&sb);
+        return NULL;
+    }
+    dh_local(S, I[I_FLAGS] & FLAG_REV, v[0], v[1], v[2], v[3], v[4]);
+    S[S_Q] = v[4];
     S[S_QD] = v[5];
-    PyBuffer_Release(&sb);
+    release2(&sb, &ib);
     Py_RETURN_NONE;
 }
 
-// kinematic(S, revolute, tick, link, dst, seq, tx, tx_assert): K_i and its frame in tx
-// (64 bytes), the gravity couplet's first in tx_assert (50 bytes) unless it is None
+// kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
 static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 8, "kinematic")) {
+    if (!args_ok(nargs, 3, "kinematic")) {
         return NULL;
     }
-    int revolute = PyObject_IsTrue(args[1]);
-    long a[4];   // tick, link, dst, seq
-    if (revolute < 0 || !longs(args, 2, 4, a)) {
-        return NULL;
-    }
-    Py_buffer sb, tb, ab;
-    uint8_t *tx, *ta = NULL;
-    real *S = state_and_frame(args, 6, 64, &sb, &tb, &tx);
+    Py_buffer sb, ib, tb;
+    int32_t *I;
+    uint8_t *tx;
+    real *S = state_ints_frame(args, 114, &sb, &ib, &tb, &I, &tx);
     if (S == NULL) {
         return NULL;
     }
-    if (args[7] != Py_None) {
-        ta = buffer(args[7], &ab, 50, "frame buffer");
-        if (ta == NULL) {
-            release2(&sb, &tb);
-            return NULL;
-        }
-    }
-    kinematic_tx(S, revolute, a[0], a[1], a[2], a[3], tx, ta);
-    if (ta != NULL) {
-        PyBuffer_Release(&ab);
-    }
-    release2(&sb, &tb);
+    kinematic_i(S, I, tx);
+    release3(&sb, &ib, &tb);
     Py_RETURN_NONE;
 }
 
-// torque(S, revolute, goal, n_assert, q, qd, tx, tick, link, seq, state) -> finite:
-// the components into S_C, u into S_U, and the TORQUE frame (41 bytes) in tx
+// torque(S, I, tx, goal, q, qd, state) -> finite: the components into S_C, u into S_U,
+// and the TORQUE frame (41 bytes) in tx (torque_i)
 static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 11, "torque")) {
+    if (!args_ok(nargs, 7, "torque")) {
         return NULL;
     }
-    int revolute = PyObject_IsTrue(args[1]);
-    int goal = PyObject_IsTrue(args[2]);
-    long n_assert = PyLong_AsLong(args[3]);
+    int goal = PyObject_IsTrue(args[3]);
     real q = PyFloat_AsDouble(args[4]);
     real qd = PyFloat_AsDouble(args[5]);
-    long a[4];   // tick, link, seq, state
-    if (revolute < 0 || goal < 0 || !longs(args, 7, 4, a)) {
+    long state = PyLong_AsLong(args[6]);
+    if (goal < 0 || PyErr_Occurred()) {
         return NULL;
     }
-    if (n_assert < 0 || n_assert > MAX_ASSERT) {
+    Py_buffer sb, ib, tb;
+    int32_t *I;
+    uint8_t *tx;
+    real *S = state_ints_frame(args, 41, &sb, &ib, &tb, &I, &tx);
+    if (S == NULL) {
+        return NULL;
+    }
+    if (I[I_NA] < 0 || I[I_NA] > MAX_ASSERT) {
+        release3(&sb, &ib, &tb);
         PyErr_SetString(PyExc_ValueError, "linkcore: n_assert out of range");
         return NULL;
     }
-    Py_buffer sb, tb;
-    uint8_t *tx;
-    real *S = state_and_frame(args, 6, 41, &sb, &tb, &tx);
-    if (S == NULL) {
-        return NULL;
-    }
-    bool finite = torque_tx(S, revolute, goal, n_assert, q, qd, tx, a[0], a[1], a[2], a[3]);
-    release2(&sb, &tb);
+    bool finite = torque_i(S, I, tx, goal, q, qd, state);
+    release3(&sb, &ib, &tb);
     return PyBool_FromLong(finite);
 }
 
@@ -221,7 +215,6 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
 #define TORQUE_NOW 0x100
 #define TORQUE_RUN 0x200
 #define TORQUE_OFF 0x400
-#define STATE_RUN 1        // bus_protocol/states.py RUN
 #define TORQUE_TOL_ABS 1e-3   // host/goal_process.py's (tests/test_linkcore_cpython.py checks
 #define TORQUE_TOL_REL 1e-5   // the three against it)
 
@@ -353,6 +346,7 @@ PyMODINIT_FUNC PyInit_linkcore(void) {
     }
     // the layout's size and the float width, checked by firmware/linkstate.py
     if (PyModule_AddIntConstant(m, "SLOTS", SLOTS) < 0
+        || PyModule_AddIntConstant(m, "INTS", INTS) < 0
         || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0
         || PyModule_AddIntConstant(m, "STATE_RUN", STATE_RUN) < 0
         || PyModule_AddObject(m, "TORQUE_TOL", Py_BuildValue("(dd)", TORQUE_TOL_ABS, TORQUE_TOL_REL)) < 0) {
