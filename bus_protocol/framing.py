@@ -158,6 +158,8 @@ def put(out, o, data, span):
 #       _ring_admits): a broadcast GOAL or ASSERT of the tick whose GOAL has passed this
 #       node is neither passed on nor taken  [BLK_NMINE+3] that tick's low byte
 #       [BLK_NMINE+4] set: a GOAL has passed (the byte before is its tick)
+#   [BLK_NMINE+5] set: the node is handing the agent its frames (their answers are
+#       queued, and written once after)
 #   [BLK_MINE_N:+POOL] each pool frame's length  [BLK_POOL:+POOL*POOL_FRAME] the pool:
 #       the node's own frames of this round, decoded, for the agent
 MAX_WIRE = 80             # COBS bytes of the longest logical frame (64 -> 65), with margin

@@ -63,7 +63,7 @@ def cut(r0, r1, r2):
     # framing.py lays them out: 0 total (word), 4/5 bytes queued up/down, 6 k (halfword),
     # 8 data, 12 table, 16 shift of the side's bits (words), 20 the up transmit buffer,
     # 20 + 162 (TX) the down one, 344 the table (258 bytes), 602 the pool's count, 603 its
-    # bad frames, 604 ring, 605/606 the goal's tick and whether one is held, 608 the pool's
+    # bad frames, 604 ring, 605/606 the goal's tick and whether one is held, 607 the node's, 608 the pool's
     # lengths, 616 its frames (8 x 64); 18/19 a GOAL's tick to hold once the frame is
     # handled (the shift at 16 is a byte, its word cleared at the start). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy

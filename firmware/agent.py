@@ -113,6 +113,127 @@ C_JOINT_LIMIT = 3
 C_BRAKE = 4
 
 
+# The hot path's helpers are module functions, not methods: from native code a call of
+# one costs ~300 instructions on a Cortex-M4F, a method's ~900 (its name is looked for
+# among the agent's ~85 attributes first; make mcu-bench). `self` is the LinkAgent;
+# those it also has as methods are named in the class.
+
+@micropython.native   # (LinkAgent.receive)
+def _kinematic_out(self):
+    """The frames linkcore made of K_i (send_kinematic, or rx at once: K_SENT) onto
+    the bus: the gravity assertion first, then K_i, `copies` times."""
+    send = self.hal.send
+    if self._flags & FLAG_GRAVITY:
+        send(self._tx_assert, ASSERT_FRAME)
+    copies = self.copies
+    while copies > 0:
+        send(self._tx, K_FRAME)
+        copies -= 1
+    if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
+        # the pure Python: linkstate.covers leaves out neighbour checks)
+        self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
+
+
+@micropython.native   # (LinkAgent.receive)
+def _close(self, u, encoded, state):
+    """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
+    report (linkcore's frame in _tx where `encoded` and the state is still `state`),
+    STATUS, the completion record and the host services."""
+    # what is used more than once is held in locals: on a Cortex-M4F an attribute of
+    # the agent costs ~100 instructions a load (make mcu-bench)
+    u_prev = self.u   # held since the last tick (the identification's interval)
+    self.u = u
+    hal = self.hal
+    hal.write(u)
+    sf = self.safety
+    sf.last_u = u   # unless it never reached the motor (the node is silent)
+    sf.last_u_run = sf.state == RUN and not self._silent
+    if sf.checks_torque:
+        sf.on_torque(u, self.qd, self.u_sat)
+    I = self.I
+    tick = I[I_TICK]
+    I[I_ACTED] = tick
+    t_finish = hal.ticks_us()
+    cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
+    # TORQUE reports the cycle to the host: on the bus, or through hal.report
+    out = self._report
+    if encoded and sf.state == state:   # linkcore's frame reports the right state
+        (out or hal.send)(self._tx, 41)
+        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
+    else:
+        c = self.components
+        self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
+    if self.ident is not None:
+        self.ident.after_torque(self, u_prev)
+    # STATUS after the torque, when the cycle's traffic is through, and staggered by
+    # link so that a chain carries about one per tick, never N at once
+    if tick % self.status_every == self._status_slot:
+        self.send_status()
+    finish = self.finish
+    _record(finish, tick, cycle_us, t_finish)
+    # the host services' frames, called only where there is one to send (make
+    # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
+    if self.logq.waiting:
+        self.logq.pump(self)
+    if tick % TIMING_SLOTS == finish.slot:
+        finish.pump(self, tick)
+
+
+@micropython.native   # (LinkAgent.receive)
+def _on_sync(self, tick):
+    """Step 2: sample the joint; check the watchdog and the sensor."""
+    self.t_sync = self.hal.ticks_us()
+    if self.inject:
+        self.injected(tick)
+    I = self.I
+    I[I_TICK] = tick
+    I[I_NA] = 0
+    if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
+        wait = getattr(self.hal, "wait_state", None)
+        if wait is not None:
+            wait(tick)
+    _sample(self)
+    sf = self.safety
+    safety.on_sample(sf, tick, self.q, self.qd)
+    # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
+    # still carries the kinematic bus (its links beyond see it where it is held)
+    q = self.q
+    sensor_bad = sf.faults & safety.F_SENSOR
+    if sensor_bad:   # its encoder is not to be trusted: the brake holds it at the last good angle
+        if self.q_lock is None:
+            self.q_lock = self._q_good
+        q = self.q_lock
+        self.qd = 0.0
+    th, d, a, al = self.dh
+    if self.core is None:
+        self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+    else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
+        if self._flags & FLAG_REV:
+            th = th + q
+        self.core.a_i(self.S, I, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
+        # linkcore closes this tick's cycle at its goal where nothing is latched or
+        # locked (receive: GOAL_ACTED; a fault after the sync changes the state rx is given)
+        I[I_FLAGS] = self._flags | FLAG_PLAIN if not sf.faults and self.q_lock is None else self._flags
+    if sf.state >= BRAKED:   # safety.is_fault_state, written out
+        self.actuate(None)  # a braked (held, damped) joint needs no goal
+
+
+@micropython.native   # (LinkAgent.receive)
+def _sample(self):
+    """The joint's reading of this tick, where it is usable (a sensor fault otherwise)."""
+    hal = self.hal
+    self._q_good = self.q
+    if not hal.read():
+        self.safety.trip(safety.F_SENSOR, "joint read failed")
+    q = hal.q
+    qd = hal.qd
+    if LOW < q < BIG and LOW < qd < BIG:   # safety.finite, written out
+        self.q = q
+        self.qd = qd
+    else:   # keep the last good reading: a reaction about NaN would command NaN
+        self.safety.trip(safety.F_NAN, "NaN/inf joint reading")
+
+
 class LinkAgent:
     """One joint's controller. `cfg` is the per-link dict a board reads from JSON:
     link, n_links, dh{type,theta,d,a,alpha}, q_low, q_high, u_sat, mass, centroid,
@@ -323,7 +444,7 @@ class LinkAgent:
                         self.take_goal(True)
                     elif t == SYNC:
                         if I[I_RX] != I[I_TICK]:
-                            self.on_sync(I[I_RX])
+                            _on_sync(self, I[I_RX])
                     elif self._take_joint is not None:   # JOINT_STATE
                         self._take_joint(self.S, S_JOINT, I, I_RX)
                 except Exception as e:
@@ -393,53 +514,8 @@ class LinkAgent:
         self.log("fault %s: %s" % (" ".join(safety.fault_names(bits)), sf.reason))
 
     # ---- one cycle (docs/design.md §6) ------------------------------------------------------
-    def on_sync(self, tick):
-        """Step 2: sample the joint; check the watchdog and the sensor."""
-        self.t_sync = self.hal.ticks_us()
-        if self.inject:
-            self.injected(tick)
-        I = self.I
-        I[I_TICK] = tick
-        I[I_NA] = 0
-        if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
-            wait = getattr(self.hal, "wait_state", None)
-            if wait is not None:
-                wait(tick)
-        self.sample()
-        sf = self.safety
-        sf.on_sample(tick, self.q, self.qd)
-        # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
-        # still carries the kinematic bus (its links beyond see it where it is held)
-        q = self.q
-        sensor_bad = sf.faults & safety.F_SENSOR
-        if sensor_bad:   # its encoder is not to be trusted: the brake holds it at the last good angle
-            if self.q_lock is None:
-                self.q_lock = self._q_good
-            q = self.q_lock
-            self.qd = 0.0
-        th, d, a, al = self.dh
-        if self.core is None:
-            self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
-        else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
-            if self._flags & FLAG_REV:
-                th = th + q
-            self.core.a_i(self.S, I, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
-            # linkcore closes this tick's cycle at its goal where nothing is latched or
-            # locked (receive: GOAL_ACTED; a fault after the sync changes the state rx is given)
-            I[I_FLAGS] = self._flags | FLAG_PLAIN if not sf.faults and self.q_lock is None else self._flags
-        if sf.state >= BRAKED:   # safety.is_fault_state, written out
-            self.actuate(None)  # a braked (held, damped) joint needs no goal
-
-    def sample(self):
-        hal = self.hal
-        self._q_good = self.q
-        if not hal.read():
-            self.safety.trip(safety.F_SENSOR, "joint read failed")
-        elif LOW < hal.q < BIG and LOW < hal.qd < BIG:   # safety.finite, written out
-            self.q = hal.q
-            self.qd = hal.qd
-        else:   # keep the last good reading: a reaction about NaN would command NaN
-            self.safety.trip(safety.F_NAN, "NaN/inf joint reading")
+    on_sync = _on_sync
+    sample = _sample
 
     def idle(self):
         """Called by the board loop whenever the bus has been quiet for a while: with no
@@ -786,71 +862,6 @@ class LinkAgent:
         self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
         self._base = None                       # link 1: the last K_0 (the base packet)
         self.tip_out = False                    # link N-1: the host took the tip out of the team
-
-
-# The hot path's helpers are module functions, not methods: from native code a call of
-# one costs ~300 instructions on a Cortex-M4F, a method's ~900 (its name is looked for
-# among the agent's ~85 attributes first; make mcu-bench). `self` is the LinkAgent.
-
-@micropython.native   # (LinkAgent.receive)
-def _kinematic_out(self):
-    """The frames linkcore made of K_i (send_kinematic, or rx at once: K_SENT) onto
-    the bus: the gravity assertion first, then K_i, `copies` times."""
-    send = self.hal.send
-    if self._flags & FLAG_GRAVITY:
-        send(self._tx_assert, ASSERT_FRAME)
-    copies = self.copies
-    while copies > 0:
-        send(self._tx, K_FRAME)
-        copies -= 1
-    if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
-        # the pure Python: linkstate.covers leaves out neighbour checks)
-        self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
-
-
-@micropython.native   # (LinkAgent.receive)
-def _close(self, u, encoded, state):
-    """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
-    report (linkcore's frame in _tx where `encoded` and the state is still `state`),
-    STATUS, the completion record and the host services."""
-    # what is used more than once is held in locals: on a Cortex-M4F an attribute of
-    # the agent costs ~100 instructions a load (make mcu-bench)
-    u_prev = self.u   # held since the last tick (the identification's interval)
-    self.u = u
-    hal = self.hal
-    hal.write(u)
-    sf = self.safety
-    sf.last_u = u   # unless it never reached the motor (the node is silent)
-    sf.last_u_run = sf.state == RUN and not self._silent
-    if sf.checks_torque:
-        sf.on_torque(u, self.qd, self.u_sat)
-    I = self.I
-    tick = I[I_TICK]
-    I[I_ACTED] = tick
-    t_finish = hal.ticks_us()
-    cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
-    # TORQUE reports the cycle to the host: on the bus, or through hal.report
-    out = self._report
-    if encoded and sf.state == state:   # linkcore's frame reports the right state
-        (out or hal.send)(self._tx, 41)
-        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
-    else:
-        c = self.components
-        self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
-    if self.ident is not None:
-        self.ident.after_torque(self, u_prev)
-    # STATUS after the torque, when the cycle's traffic is through, and staggered by
-    # link so that a chain carries about one per tick, never N at once
-    if tick % self.status_every == self._status_slot:
-        self.send_status()
-    finish = self.finish
-    _record(finish, tick, cycle_us, t_finish)
-    # the host services' frames, called only where there is one to send (make
-    # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
-    if self.logq.waiting:
-        self.logq.pump(self)
-    if tick % TIMING_SLOTS == finish.slot:
-        finish.pump(self, tick)
 
 
 def _to_world(quat, p, x_link):

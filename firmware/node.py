@@ -34,6 +34,7 @@ _POOL = const(8)        # framing.POOL
 _FRAME = const(64)      # framing.POOL_FRAME: a pool frame's length
 _NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad frames, the
                         # goal waves' flag, the tick whose GOAL has passed, whether one has
+_BATCH = const(607)     # framing.BLK_NMINE + 5: set while the agent is handed its frames
 _MINE_N = const(608)    # framing.BLK_MINE_N: each pool frame's length
 
 
@@ -45,9 +46,9 @@ _MINE_N = const(608)    # framing.BLK_MINE_N: each pool frame's length
 def _flush(self):
     """ChainNode.flush: the queued frames out, down first (a ring's dead down wire is
     found here)."""
-    b = self._blk
+    _, b, up, down, tx_up, tx_down = self._io
     if b[5]:
-        self.down.write(self._txv[1], b[5])
+        down.write(tx_down, b[5])
         b[5] = 0
         if self.ring and not self.down_dead and getattr(self.down, "hup", False):
             self.down_dead = True     # route around it: everything goes up from now on
@@ -56,7 +57,7 @@ def _flush(self):
             self._host_side = 0
             self._tables()
     if b[4]:
-        self.up.write(self._txv[0], b[4])
+        up.write(tx_up, b[4])
         b[4] = 0
 
 
@@ -68,11 +69,11 @@ def _deliver(self):
     blk = self._blk
     if blk[4] or blk[5]:
         _flush(self)
-    self._batch = True
+    blk[_BATCH] = 1   # (a flag in the block: an attribute store costs ~800 instructions)
     for f in range(blk[_NMINE]):
         self.agent.receive(self._pool[f], blk[_MINE_N + f])
     blk[_NMINE] = 0
-    self._batch = False
+    blk[_BATCH] = 0
 
 
 class ChainNode:
@@ -138,17 +139,27 @@ class ChainNode:
         # this round's own frames, decoded (by framing.cut, or _pump), for the agent
         self._pool = [mv[framing.BLK_POOL + f * _FRAME:framing.BLK_POOL + (f + 1) * _FRAME]
                       for f in range(_POOL)]
-        self._batch = False
         self.dropped = 0
-        self._io = (self._rx, self._blk, up, down)   # poll's, in one attribute load
+        # poll's and _flush's, in one attribute load (an attribute load is ~100 instructions
+        # on a Cortex-M4F, a tuple's item a few)
+        self._io = (self._rx, self._blk, up, down) + self._txv
         self._tables()
         agent.hal.send = self.send   # the agent talks through this node
 
-    @property
-    def forwarded(self):
-        """Frames passed on (cut through or routed by _pump)."""
-        b = self._blk
-        return self._forwarded + (b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24)
+    def __getattr__(self, name):
+        """The counts kept in the block, read as attributes: `forwarded`, the frames passed
+        on (cut through or routed by _pump); `goal_tick`, on a ring the tick (low byte)
+        whose GOAL has passed this node, -1 before any. __getattr__, not properties: a
+        class with a property makes every attribute store of its instances look the
+        class up first (MicroPython's objtype.c; make mcu-bench: ~800 instructions a
+        store on a Cortex-M4F); __getattr__ is called only for a name not held."""
+        if name == "forwarded":
+            b = self._blk
+            return self._forwarded + (b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24)
+        if name == "goal_tick":
+            b = self._blk
+            return b[_NMINE + 3] if b[_NMINE + 4] else -1
+        raise AttributeError(name)
 
     def _tables(self):
         """framing.cut's routing table, from _route: a frame that only passes through
@@ -194,7 +205,7 @@ class ChainNode:
             if b[4] > _ROOM:
                 _flush(self)
             b[4] = _encode_at(buf, n, b, _TX_UP + b[4]) - _TX_UP
-        if not self._batch:
+        if not b[_BATCH]:
             _flush(self)
 
     flush = _flush
@@ -333,12 +344,6 @@ class ChainNode:
             blk[_NMINE + 4] = 1
         return True
 
-    @property
-    def goal_tick(self):
-        """Ring: the tick (low byte) whose GOAL has passed this node, -1 before any."""
-        b = self._blk
-        return b[_NMINE + 3] if b[_NMINE + 4] else -1
-
     @micropython.native   # (LinkAgent.receive says why)
     def poll(self, cut=_cut):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
@@ -347,7 +352,7 @@ class ChainNode:
         call costs ~700 instructions on a Cortex-M4F). `cut` is a default argument, a
         local, and the buffers and ports come in one tuple: a global or an attribute is a
         lookup per use (make mcu-bench, M4F: forward 5,331 -> 4,873 instructions, idle 2,440 -> 2,144)."""
-        rx, blk, up, down = self._io
+        rx, blk, up, down, tx_up, _ = self._io
         k = 0
         n = up.readinto(rx)
         if n:
@@ -370,7 +375,7 @@ class ChainNode:
             else:   # flush written out for the usual case: the up port alone
                 q = blk[4]
                 if q:
-                    up.write(self._tx_up, q)
+                    up.write(tx_up, q)
                     blk[4] = 0
         return k
 

@@ -1,5 +1,6 @@
 """The link agent: kinematic bus, proxy, behaviours and safety, under CPython and the
 real MicroPython unix port, checked against independent numpy references."""
+import contextlib
 import json
 import math
 import random
@@ -52,8 +53,10 @@ def test_node_block_constants_are_framings():
     them); the messages' longest frame fits a pool frame."""
     from bus_protocol import framing
     from firmware import node
-    assert (node._POOL, node._FRAME, node._NMINE, node._MINE_N, node._FROM_DOWN) == (
-        framing.POOL, framing.POOL_FRAME, framing.BLK_NMINE, framing.BLK_MINE_N, framing.FROM_DOWN)
+    assert (node._POOL, node._FRAME, node._NMINE, node._MINE_N, node._FROM_DOWN, node._BATCH) == (
+        framing.POOL, framing.POOL_FRAME, framing.BLK_NMINE, framing.BLK_MINE_N, framing.FROM_DOWN,
+        framing.BLK_NMINE + 5)
+    assert node._BATCH < framing.BLK_MINE_N
     assert (node._TX_UP, node._TX_DOWN, node._ROOM) == (
         framing.BLK_TX, framing.BLK_TX + framing.TX, framing.TX - framing.MAX_WIRE - 1)
     # the longest frame, COBS-encoded with its delimiter, fits after _ROOM queued bytes
@@ -216,6 +219,29 @@ def test_garbage_frames_are_counted_never_raised():
         rig.agent.receive(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 70))))
     assert rig.agent.decoder.bad >= 1900
     assert rig.cycle(0)  # still works
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_tick_past_int32_is_a_bad_frame(pure):
+    """The agent holds its ticks in int32 (linkstate.I): a SYNC, JOINT_STATE, K, GOAL or
+    ASSERT of tick 2^31 or later is counted as bad and dropped, on linkcore and in Python."""
+    with pure_python() if pure else contextlib.nullcontext():
+        rig, last = Rig(), Rig()
+    assert (rig.agent.core is None) == (last.agent.core is None) == pure
+    rig.cycle(5)
+    a = rig.agent
+    bad = a.decoder.bad
+    big = 2 ** 31
+    for f in (m.encode(m.SYNC, 0, 255, 0, (big,)), m.encode(m.JOINT_STATE, 0, 1, 0, (big + 7, 0.5, 0, 0, 0, 0, 0, 0, 0, 0)),
+              m.encode(m.KINEMATIC, 0, 1, 0, (big, 1, 0, 0, 0) + (0.0,) * 9),
+              m.encode(m.GOAL, 0, 255, 0, (2 ** 32 - 1, 0, 1, 0, 0, 0, 10.0, 0, 0, 0, 0)),
+              m.encode(m.ASSERT, 0, 255, 0, (big, 2, m.KIND_GRAVITY) + (0.0,) * 9)):
+        a.receive(f)
+    assert a.decoder.bad == bad + 5 and a.tick == 5 and a.safety.faults == 0
+    assert not [x for x in (rig.dec.decode(f) for f in rig.out) if x]   # nothing answered
+    tq = last.cycle(2 ** 31 - 1, q=0.1)   # the last tick an agent takes
+    assert last.agent.tick == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
+    assert tq[0][4][2] == safety.RUN and abs(tq[0][4][1] - 10.0) < 1e-4
 
 
 def test_joint_type_rejects_unknown():
