@@ -257,6 +257,9 @@ class LinkAgent:
     def __init__(self, cfg, hal):
         self.hal = hal
         self.I = array("i", bytes(4 * INTS))
+        # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
+        self._tx = bytearray(114)
+        self._tx_assert = memoryview(self._tx)[64:]
         # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
         # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
@@ -275,9 +278,6 @@ class LinkAgent:
         self.decoder = m.Decoder()
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
-        # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
-        self._tx = bytearray(114)
-        self._tx_assert = memoryview(self._tx)[64:]
         self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state
         self.q = 0.0
@@ -378,6 +378,9 @@ class LinkAgent:
         else:
             self.S = linkstate.state(self)
             self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
+        # receive's, in one attribute load (an attribute load is ~100 instructions on a
+        # Cortex-M4F, a tuple's item a few)
+        self._lc = None if self.core is None else (self.core, self.S, self.I, self._tx)
         # linkcore's: the joint type, the gravity ASSERT with K_i (FLAG_PLAIN: on_sync)
         self._flags = (FLAG_REV if self.jtype == REVOLUTE else 0) | (
             FLAG_GRAVITY if self.core is not None and self.weight is not None else 0)
@@ -416,16 +419,16 @@ class LinkAgent:
         goal, packet or joint state holding NaN/inf is dropped and latches F_NAN (brake);
         an exception inside the cycle latches F_INTERNAL. A newly latched fault is
         reported at once (STATUS, then a LOG line with its reason)."""
-        core = self.core
-        if core is not None:
+        lc = self._lc
+        if lc is not None:
             # linkcore: SYNC, JOINT_STATE, this tick's K_{i-1} or GOAL checked and unpacked
             # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
             # check of a JOINT_STATE 7k), and K_i or a plain cycle's torque made at once
             # (make mcu-bench: a method call costs ~1.2k instructions from native code);
             # anything else, or anything odd, goes the Python way
-            I = self.I
+            core, S, I, tx = lc
             sf = self.safety
-            t = core.rx(frame, n, self.S, I, self._tx, sf.state)
+            t = core.rx(frame, n, S, I, tx, sf.state)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t == GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
@@ -434,7 +437,7 @@ class LinkAgent:
                         else:
                             sf.last_goal_tick = I[I_TICK]
                         self._goal = True
-                        _close(self, self.S[S_U], True, RUN)
+                        _close(self, S[S_U], True, RUN)
                     elif t == K_SENT or t == KINEMATIC:
                         if I[I_LINK] == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
@@ -446,10 +449,10 @@ class LinkAgent:
                         if I[I_RX] != I[I_TICK]:
                             _on_sync(self, I[I_RX])
                     elif self._take_joint is not None:   # JOINT_STATE
-                        self._take_joint(self.S, S_JOINT, I, I_RX)
+                        self._take_joint(S, S_JOINT, I, I_RX)
                 except Exception as e:
-                    self.safety.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
-                if self.safety.pending:
+                    sf.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
+                if sf.pending:
                     self.report_faults()
                 return
         self.decode(frame, n)

@@ -69,7 +69,7 @@ def _deliver(self):
     blk = self._blk
     if blk[4] or blk[5]:
         _flush(self)
-    blk[_BATCH] = 1   # (a flag in the block: an attribute store costs ~800 instructions)
+    blk[_BATCH] = 1   # (send reads it in the block it already holds)
     for f in range(blk[_NMINE]):
         self.agent.receive(self._pool[f], blk[_MINE_N + f])
     blk[_NMINE] = 0
