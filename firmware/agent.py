@@ -92,12 +92,17 @@ I_LINK = const(6)
 I_DOWN = const(7)
 I_FLAGS = const(8)
 I_RX = const(9)
-INTS = const(11)
+I_EVERY = const(11)
+I_EVERY_AT = const(12)
+I_TIMING_AT = const(13)
+INTS = const(14)
 FLAG_REV = const(1)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
 K_SENT = const(0x13)
 GOAL_ACTED = const(0x14)
+DUE_STATUS = const(1)
+DUE_TIMING = const(2)
 RUN = const(1)          # safety.RUN
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
 TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
@@ -135,10 +140,13 @@ def _kinematic_out(self):
 
 
 @micropython.native   # (LinkAgent.receive)
-def _close(self, u, encoded, state):
+def _close(self, u, encoded, state, due=-1):
     """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
-    report (linkcore's frame in _tx where `encoded` and the state is still `state`),
-    STATUS, the completion record and the host services."""
+    report, STATUS, the completion record and the host services. `due` >= 0: linkcore's
+    rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx; no torque checks, no
+    identification: _on_sync's FLAG_PLAIN) and
+    found which of STATUS and TIMING are due; -1: all of it is done here (linkcore's frame
+    in _tx where `encoded` and the state is still `state`)."""
     # what is used more than once is held in locals: on a Cortex-M4F an attribute of
     # the agent costs ~100 instructions a load (make mcu-bench)
     u_prev = self.u   # held since the last tick (the identification's interval)
@@ -147,35 +155,39 @@ def _close(self, u, encoded, state):
     hal.write(u)
     sf = self.safety
     sf.last_u = u   # unless it never reached the motor (the node is silent)
-    sf.last_u_run = sf.state == RUN and not self._silent
-    if sf.checks_torque:
-        sf.on_torque(u, self.qd, self.u_sat)
+    sf.last_u_run = due >= 0 or (sf.state == RUN and not self._silent)
     I = self.I
     tick = I[I_TICK]
+    if due < 0 and sf.checks_torque:
+        sf.on_torque(u, self.qd, self.u_sat)
     I[I_ACTED] = tick
     t_finish = hal.ticks_us()
     cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
     # TORQUE reports the cycle to the host: on the bus, or through hal.report
     out = self._report
-    if encoded and sf.state == state:   # linkcore's frame reports the right state
+    if due >= 0 or (encoded and sf.state == state):   # linkcore's frame, of the right state
         (out or hal.send)(self._tx, 41)
         I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
     else:
         c = self.components
         self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
-    if self.ident is not None:
-        self.ident.after_torque(self, u_prev)
-    # STATUS after the torque, when the cycle's traffic is through, and staggered by
-    # link so that a chain carries about one per tick, never N at once
-    if tick % self.status_every == self._status_slot:
-        self.send_status()
     finish = self.finish
+    if due < 0:
+        if self.ident is not None:
+            self.ident.after_torque(self, u_prev)
+        # STATUS after the torque, when the cycle's traffic is through, and staggered by
+        # link so that a chain carries about one per tick, never N at once (linkcore's
+        # rx finds the same from I)
+        due = (DUE_STATUS if tick % I[I_EVERY] == I[I_EVERY_AT] else 0) | (
+            DUE_TIMING if tick % TIMING_SLOTS == I[I_TIMING_AT] else 0)
+    if due & DUE_STATUS:
+        self.send_status()
     _record(finish, tick, cycle_us, t_finish)
     # the host services' frames, called only where there is one to send (make
     # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
     if self.logq.waiting:
         self.logq.pump(self)
-    if tick % TIMING_SLOTS == finish.slot:
+    if due & DUE_TIMING:
         finish.pump(self, tick)
 
 
@@ -211,9 +223,11 @@ def _on_sync(self, tick):
         if self._flags & FLAG_REV:
             th = th + q
         self.core.a_i(self.S, I, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
-        # linkcore closes this tick's cycle at its goal where nothing is latched or
-        # locked (receive: GOAL_ACTED; a fault after the sync changes the state rx is given)
-        I[I_FLAGS] = self._flags | FLAG_PLAIN if not sf.faults and self.q_lock is None else self._flags
+        # linkcore closes this tick's cycle at its goal where nothing is latched or locked
+        # and nothing checks the torque after it (receive: GOAL_ACTED; a fault after the
+        # sync changes the state rx is given)
+        plain = not sf.faults and self.q_lock is None and self.ident is None and not sf.checks_torque
+        I[I_FLAGS] = self._flags | FLAG_PLAIN if plain else self._flags
     if sf.state >= BRAKED:   # safety.is_fault_state, written out
         self.actuate(None)  # a braked (held, damped) joint needs no goal
 
@@ -278,6 +292,7 @@ class LinkAgent:
         self.decoder = m.Decoder()
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
+        self.I[I_TIMING_AT] = self.finish.slot
         self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state
         self.q = 0.0
@@ -310,7 +325,11 @@ class LinkAgent:
         self.link = self.I[I_LINK] = cfg["link"]
         self.n_links = cfg["n_links"]
         self.status_every = int(cfg.get("status_every", 12))
-        self._status_slot = self.link % self.status_every   # the ticks it sends STATUS at
+        if self.status_every < 1:
+            raise ValueError("config: status_every %d is not a number of ticks" % self.status_every)
+        # the ticks it sends STATUS at: tick % I_EVERY == I_EVERY_AT
+        self.I[I_EVERY] = self.status_every
+        self.I[I_EVERY_AT] = self.link % self.status_every
         dh = cfg["dh"]
         self.jtype = _joint_type(dh.get("type", "revolute"))
         self.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
@@ -431,13 +450,13 @@ class LinkAgent:
             t = core.rx(frame, n, S, I, tx, sf.state)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
-                    if t == GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
+                    if t >= GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
                         if sf.faults:
                             sf.on_goal(I[I_TICK])   # (re-admission counts goals)
                         else:
                             sf.last_goal_tick = I[I_TICK]
                         self._goal = True
-                        _close(self, S[S_U], True, RUN)
+                        _close(self, S[S_U], True, RUN, t - GOAL_ACTED)
                     elif t == K_SENT or t == KINEMATIC:
                         if I[I_LINK] == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one

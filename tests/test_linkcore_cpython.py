@@ -157,3 +157,92 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
         finally:
             gpm._torque_in = saved
         assert out and gp.member[3] is False and "torque off" in gp.events[0][2], c_path
+
+
+def _twin_agents(cfg):
+    """Two agents of one config, on linkcore and in pure Python, each sending into a list;
+    their clocks stand still (STATUS and TIMING report the cycle time)."""
+    from firmware.agent import LinkAgent
+    from firmware.hal.sim import SimHAL
+    agents = []
+    for pure in (False, True):
+        out = []
+        hal = SimHAL(lambda b, n, out=out: out.append(bytes(b[:n])))
+        hal.ticks_us = lambda: 0
+        if pure:
+            with pure_python():
+                agents.append((LinkAgent(cfg, hal), out))
+        else:
+            agents.append((LinkAgent(cfg, hal), out))
+    assert agents[0][0].core is not None and agents[1][0].core is None
+    return agents
+
+
+def test_linkcore_closing_the_cycle_at_its_goal_sends_the_pure_python_frames(monkeypatch):
+    """linkcore.rx closes a plain cycle at its goal (GOAL_ACTED: the torque, its frame, and
+    which of STATUS and TIMING are due); the agent falls back to its Python where the cycle
+    is not plain (a latched fault, torque checks, a missing K, a fault between the sync and
+    the goal). Every frame out, byte for byte, against the pure Python, over 40 ticks of
+    configs that make each of those happen, with TIMING and STATUS at their slots."""
+    from bus_protocol import messages as m
+    from firmware import agent as agent_mod
+    rng = np.random.default_rng(7)
+    closed = {"linkcore": 0, "python": 0, "status": 0, "timing": 0}
+    close = agent_mod._close
+
+    def counted(a, u, encoded, state, due=-1):   # who closed the cycle, and what was due
+        if a.core is not None:
+            closed["linkcore" if due >= 0 else "python"] += 1
+            closed["status"] += due >= 0 and due & agent_mod.DUE_STATUS
+            closed["timing"] += due >= 0 and due & agent_mod.DUE_TIMING
+        close(a, u, encoded, state, due)
+    monkeypatch.setattr(agent_mod, "_close", counted)
+    faulted = set()
+    for case in range(24):
+        link = 1 + case % 9
+        safety_cfg = {"watchdog_cycles": 3, "readmit_cycles": 2 if case % 4 == 1 else 0,
+                      "reactions": {"nan_input": "report", "over_torque": "report"} if case % 3 == 0 else {}}
+        if case % 6 == 2:
+            safety_cfg.update(stall_u=0.5, stall_cycles=3, stall_qd=10.0)
+        if case % 6 == 4:
+            safety_cfg.update(over_torque_cycles=2)
+        cfg = {"link": link, "n_links": 10, "dh": {"type": "revolute", "a": 0.5 + 0.1 * case},
+               "q_low": -2.0, "q_high": 2.0, "u_sat": 5.0 + case, "mass": 2.0,
+               "centroid": [0.2, 0.0, 0.0], "status_every": (1, 3, 12, 5)[case % 4],
+               "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5},
+                              "gravity": {"g": [0.0, 0.0, -9.81]} if case % 2 else None},
+               "safety": safety_cfg}
+        if cfg["behaviours"]["gravity"] is None:
+            del cfg["behaviours"]["gravity"]
+        (fast, fast_out), (pure, pure_out) = _twin_agents(cfg)
+        q = 0.1
+        for tick in range(40):
+            q += float(rng.uniform(-0.05, 0.05))
+            frames = [m.encode(m.JOINT_STATE, m.HOST, link, 1, (tick, q, float(rng.uniform(-1, 1)), 0) + (0.0,) * 6),
+                      m.encode(m.SYNC, m.HOST, m.BROADCAST, 2, (tick,))]
+            if not (case % 5 == 3 and tick % 7 == 3):   # now and then no K: the goal acts on a stale one
+                frames.append(m.encode(m.KINEMATIC, link - 1, link, 3, (tick,) + (1.0, 0.0, 0.0, 0.0)
+                                       + tuple(float(x) for x in rng.uniform(-1, 1, 9))))
+            if case % 3 == 0 and tick == 20:   # a NaN after the sync: F_NAN, reported, still RUN
+                frames.append(m.encode(m.ASSERT, m.HOST, m.BROADCAST, 4, (tick, link, 1, float("nan")) + (0.0,) * 8))
+            if not (case % 8 == 5 and 10 <= tick < 15):   # goals stop: the watchdog, then re-admission
+                frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (tick, 0)
+                                       + tuple(float(x) for x in rng.uniform(-20, 20, 9))))
+            if case % 8 == 5 and tick == 16:
+                frames.append(m.encode(m.COMMAND, m.HOST, link, 5, (m.CMD_RELEASE, 0.0)))
+            for f in frames:
+                fast.receive(f)
+                pure.receive(f)
+            assert fast_out == pure_out, (case, tick)
+            # the integers both keep (linkcore's flags and its last SYNC are its own)
+            assert fast.I[:8] == pure.I[:8] and fast.I[11:] == pure.I[11:]
+            assert (fast.safety.faults, fast.safety.state) == (pure.safety.faults, pure.safety.state)
+            if fast.safety.faults:
+                faulted.add(case)
+            fast_out.clear()
+            pure_out.clear()
+    # both ways of closing a cycle ran, STATUS and TIMING were due on linkcore's, and
+    # faults were latched (stall, over-torque, NaN, stale goals) in a third of the cases
+    assert closed["linkcore"] > 300 and closed["python"] > 300, closed
+    assert closed["status"] > 20 and closed["timing"] > 20, closed
+    assert len(faulted) >= 8, faulted

@@ -49,14 +49,20 @@ static real root(real x);
 #define I_DOWN 7      // K_i's destination
 #define I_FLAGS 8
 #define I_RX 9        // a SYNC's or JOINT_STATE's tick, then its flags
-#define INTS 11
+#define I_EVERY 11    // STATUS every this many ticks, at tick % I_EVERY == I_EVERY_AT
+#define I_EVERY_AT 12
+#define I_TIMING_AT 13   // TIMING at tick % TIMING_SLOTS == I_TIMING_AT
+#define INTS 14
+#define TIMING_SLOTS 12   // firmware/services.py
 #define FLAG_REV 1       // a revolute joint
 #define FLAG_GRAVITY 2   // the gravity couplet is asserted with K_i (its frame at tx + 64)
-#define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent.on_sync says when)
+#define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent._on_sync says when)
 #define STATE_RUN 1      // bus_protocol/states.py RUN
 // rx's answers beyond a frame type: what linkcore did with the frame at once
 #define K_SENT 0x13      // K_i composed from this K_{i-1}: its frames in tx
-#define GOAL_ACTED 0x14  // the goal's torque: u in S_U, the TORQUE frame in tx
+#define GOAL_ACTED 0x14  // the cycle closed: u in S_U, the TORQUE frame in tx, and
+#define DUE_STATUS 1     // GOAL_ACTED | these: STATUS, TIMING go out after it this tick
+#define DUE_TIMING 2
 
 // ---- frames (bus_protocol/messages.py, SPEC.md) ----
 #define T_SYNC 1
@@ -440,7 +446,8 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 // native call for a hot frame, make mcu-bench):
 //   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT;
 //   GOAL, a plain cycle (FLAG_PLAIN, `state` RUN) whose K_i is out and torque is not:
-//     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick);
+//     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick),
+//     | DUE_STATUS, DUE_TIMING where STATUS and TIMING go out after it;
 //   otherwise t (the agent's Python does the rest).
 static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, int state) {
     int32_t tick = I[I_TICK];
@@ -453,8 +460,12 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, int state) {
         if (!torque_i(S, I, tx, true, S[S_Q], S[S_QD], state)) {
             return t;   // the Python's actuate says why (F_INTERNAL)
         }
-        I[I_GOAL] = tick;   // (the agent's _close takes the sequence number, sets I_ACTED)
-        return GOAL_ACTED;
+        I[I_GOAL] = tick;   // (I_ACTED and I_SEQ: the agent's _close, as on its Python path)
+        int due = tick % TIMING_SLOTS == I[I_TIMING_AT] ? DUE_TIMING : 0;
+        if (I[I_EVERY] > 0 && tick % I[I_EVERY] == I[I_EVERY_AT]) {
+            due |= DUE_STATUS;
+        }
+        return GOAL_ACTED | due;
     }
     return t;
 }
