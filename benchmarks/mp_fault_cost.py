@@ -25,6 +25,7 @@ from bus_protocol import messages as m      # noqa: E402
 from firmware import kinematic_bus as kb    # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402
 from firmware.hal.sim import SimHAL          # noqa: E402
+from firmware.linkstate import I_KIN            # noqa: E402
 
 US = 1.0   # microseconds per clock count
 try:
@@ -79,8 +80,8 @@ def measure(depth, out, cycles, copies=1):
         for f in fs:
             agent.receive(f)
         times.append(ticks_diff(ticks_us(), t0))
-    if agent.kin_tick != cycles - 1 or agent.skip != out:
-        raise AssertionError("agent did not compose: kin_tick %d skip %d" % (agent.kin_tick, agent.skip))
+    if agent.I[I_KIN] != cycles - 1 or agent.skip != out:
+        raise AssertionError("agent did not compose: kin_tick %d skip %d" % (agent.I[I_KIN], agent.skip))
     times = sorted(times[2:])
     return times[len(times) // 2] * US, len(pre[-1]), sum(len(f) for f in pre[-1])
 

@@ -136,7 +136,7 @@ def _kinematic_out(self):
         copies -= 1
     if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
         # the pure Python: linkstate.covers leaves out neighbour checks)
-        self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.tick), None, self.copies)
+        self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.I[I_TICK]), None, self.copies)
 
 
 @micropython.native   # (LinkAgent.receive)
@@ -253,20 +253,13 @@ class LinkAgent:
     link, n_links, dh{type,theta,d,a,alpha}, q_low, q_high, u_sat, mass, centroid,
     behaviours{proxy, assertions, rmoa, gravity, centering, retraction, joint_limit, brake}, safety{}."""
 
-    # The agent's integers live in one array I (linkstate.I_*), which linkcore reads and
-    # writes: a hot frame is one native call (make mcu-bench). They are written through I;
-    # these names read them. __getattr__, not properties: a class with a property makes
-    # every attribute store of its instances look the class up first (MicroPython's
-    # objtype.c; make mcu-bench: ~+40% on the agent's cycle), __getattr__ is called only
-    # for a name an instance does not hold.
-    _INTS = {"tick": I_TICK, "kin_tick": I_KIN, "acted_tick": I_ACTED, "_seq": I_SEQ,
-             "_n_assert": I_NA, "_goal_tick": I_GOAL}
-
-    def __getattr__(self, name):
-        slot = LinkAgent._INTS.get(name)
-        if slot is None:
-            raise AttributeError(name)
-        return self.I[slot]
+    # The agent's integers (tick, sequence number, the ticks whose K_i and torque went
+    # out, ...) live in one array I (linkstate.I_*), which linkcore reads and writes: a
+    # hot frame is one native call (make mcu-bench). Read them as agent.I[I_TICK]: as
+    # properties they made every attribute store of the agent look its class up first
+    # under MicroPython (py/objtype.c; on a Cortex-M4F `sample` went 4.8k -> 8.8k
+    # instructions, `actuate` 17.9k -> 25.0k), and a __getattr__ takes CPython's
+    # specialised attribute loads away from every attribute of the class (make bench).
 
     def __init__(self, cfg, hal):
         self.hal = hal
@@ -423,7 +416,8 @@ class LinkAgent:
         """NYMPH-style host service: the host prints/logs what the node says. Inside a
         cycle (SYNC in, torque not yet out) the request waits in a bounded queue that
         drains after the torque, so it never delays the cycle."""
-        if self.tick >= 0 and self.acted_tick != self.tick:
+        tick = self.I[I_TICK]
+        if tick >= 0 and self.I[I_ACTED] != tick:
             self.logq.put(text)
         else:
             self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
@@ -443,7 +437,7 @@ class LinkAgent:
             # linkcore: SYNC, JOINT_STATE, this tick's K_{i-1} or GOAL checked and unpacked
             # into S by C (on a Cortex-M4F a Python decode is 8-15k instructions, the finite
             # check of a JOINT_STATE 7k), and K_i or a plain cycle's torque made at once
-            # (make mcu-bench: a method call costs ~1.2k instructions from native code);
+            # (make mcu-bench: a method call costs ~900 instructions from native code);
             # anything else, or anything odd, goes the Python way
             core, S, I, tx = lc
             sf = self.safety
@@ -499,12 +493,13 @@ class LinkAgent:
         if mtype <= m.ASSERT and v[0] > TICK_MAX:   # a tick the agent's I cannot hold: garbage
             self.decoder.bad += 1
             return
+        tick = self.I[I_TICK]
         if mtype == m.SYNC:
-            if v[0] != self.tick:
+            if v[0] != tick:
                 self.on_sync(v[0])
             return
-        if m.KINEMATIC <= mtype <= m.ASSERT and v[0] > self.tick and (
-                v[0] - self.tick < 8 if self.tick >= 0 else mtype == m.KINEMATIC):
+        if m.KINEMATIC <= mtype <= m.ASSERT and v[0] > tick and (
+                v[0] - tick < 8 if tick >= 0 else mtype == m.KINEMATIC):
             # this tick's SYNC was lost, or trails the packet: sample now. A node just
             # reset (a rebooted board) syncs on its first K too: on a shared medium a
             # neighbour's K can overtake the host's SYNC, and dropped it leaves the
@@ -564,7 +559,7 @@ class LinkAgent:
         """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions.
         r > 0: K_{i-1-r}, overheard (addressed to link i - r) for the neighbour check and
         the bridge; the packet composed from is K_{i-1-skip} (skip links bridged)."""
-        if v[0] != self.tick:
+        if v[0] != self.I[I_TICK]:
             if r == 0:
                 self.late += 1
             return
@@ -576,7 +571,7 @@ class LinkAgent:
             self._kin[r] = v
             if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
                 neighbours.check(self, r)
-        if r != self.skip or self.kin_tick == self.tick:
+        if r != self.skip or self.I[I_KIN] == v[0]:   # (v[0] is this tick: above)
             return
         quat = v[1:5]
         p = v[5:8]
@@ -604,12 +599,12 @@ class LinkAgent:
         # Assertions leave before K_i so that, on every medium (FIFO per node), they reach
         # the host ahead of K_N, which is when the host rebroadcasts them with the goal.
         if self.weight is not None:   # gravity compensation by assertion
-            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_GRAVITY) + self.weight_couplet(quat, p))
+            self.send(m.ASSERT, m.HOST, (self.I[I_TICK], self.link, m.KIND_GRAVITY) + self.weight_couplet(quat, p))
         if self.rmoa is not None and self.hal.range_valid:
             self.assert_rmoa(quat, p)
         if self._k_off:
             p = (p[0] + self._k_off, p[1], p[2])
-        k = (self.tick,) + quat + p + vel + w
+        k = (self.I[I_TICK],) + quat + p + vel + w
         if self.k_to_host:   # the host checks the tip from K_{N-1}: first, so that it is in
             self.send(m.KINEMATIC, m.HOST, k, None, self.copies)   # before K_N on every medium
         self.send(m.KINEMATIC, self.down, k, None, self.copies)
@@ -652,7 +647,7 @@ class LinkAgent:
                 self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
             return True
         kin = self._kin
-        tick = self.tick
+        tick = self.I[I_TICK]
         for r in range(self.skip + 1, self.nb_depth + 1):
             if self._nbq_ok[r - 1] < 0 and r - 1 >= self.skip:
                 return False   # never checked: nothing to predict it from
@@ -677,20 +672,24 @@ class LinkAgent:
     def pending(self):
         """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
         K_i has not gone out yet."""
-        return (self.nb_depth or self._base is not None) and self.tick >= 0 and self.kin_tick != self.tick and self.safety.state == safety.RUN
+        tick = self.I[I_TICK]
+        return ((self.nb_depth or self._base is not None) and tick >= 0 and self.I[I_KIN] != tick
+                and self.safety.state == safety.RUN)
 
     def on_quiet(self, goal=True):
         """The bus has gone quiet in this tick (a board's hop timeout; in-process, the loopback
         bus has nothing left to deliver): a K_{i-1} that did not come is bridged; with `goal`,
         a goal that did not come is replaced by the last one (stale goal), so the joint gets
         its torque. True if the agent sent anything."""
-        if self.tick < 0 or self.acted_tick == self.tick or self.safety.state != safety.RUN:
+        I = self.I
+        tick = I[I_TICK]
+        if tick < 0 or I[I_ACTED] == tick or self.safety.state != safety.RUN:
             return False
-        if self.kin_tick != self.tick and (self.nb_depth or self.link == 1) and self.bridge_now():
+        if I[I_KIN] != tick and (self.nb_depth or self.link == 1) and self.bridge_now():
             return True
-        if goal and self._goal is not None and self._goal_tick >= self.tick - self.safety.watchdog_cycles:
+        if goal and self._goal is not None and I[I_GOAL] >= tick - self.safety.watchdog_cycles:
             self.stale_goal += 1
-            if self.kin_tick != self.tick:
+            if I[I_KIN] != tick:
                 self.stale_kin += 1
             self.actuate(self._goal)
             return True
@@ -712,28 +711,30 @@ class LinkAgent:
         f = behaviours.rmoa_force(x_r, rho, eta, clearance, f_max)
         if f is not None:
             p_psh = _to_world(quat, p, self.hal.p_psh)
-            self.send(m.ASSERT, m.HOST, (self.tick, self.link, m.KIND_RMOA) + p_psh + f
+            self.send(m.ASSERT, m.HOST, (self.I[I_TICK], self.link, m.KIND_RMOA) + p_psh + f
                       + (0.0, 0.0, 0.0))
 
     def on_assert(self, v):
         # ASSERT: tick, origin, kind, p(3), f(6). Applied by base-ward agents j <= origin (7.250),
         # once per (origin, kind): where a ring's two goal waves meet, both copies arrive.
-        if v[0] != self.tick or v[1] < self.link or self._n_assert >= MAX_ASSERT:
+        I = self.I
+        na = I[I_NA]
+        if v[0] != I[I_TICK] or v[1] < self.link or na >= MAX_ASSERT:
             return
         key = (v[1] << 8) | v[2]
-        for j in range(self._n_assert):
+        for j in range(na):
             if self._ak[j] == key:
                 return
-        self._ak[self._n_assert] = key
+        self._ak[na] = key
         if self.core is None:
-            self._ap[self._n_assert] = (v[3:6], v[6:12])
+            self._ap[na] = (v[3:6], v[6:12])
         else:
-            linkstate.put(self.S, linkstate.S_ASSERT + 9 * self._n_assert, v, 3, 12)
-        self.I[I_NA] += 1
+            linkstate.put(self.S, linkstate.S_ASSERT + 9 * na, v, 3, 12)
+        I[I_NA] = na + 1
 
     def on_goal(self, v):
         """Step 6: the broadcast global goal G = (p_app, f) closes this cycle."""
-        if v[0] != self.tick:
+        if v[0] != self.I[I_TICK]:
             self.late += 1
             return
         if self.core is not None:
@@ -807,7 +808,7 @@ class LinkAgent:
         if self.k_proxy and goal is not None:
             c[C_PROXY] = global_proxy.share(jt, z, pp, goal[2:5], goal[5:11])
         s = 0.0
-        for j in range(self._n_assert):
+        for j in range(self.I[I_NA]):
             pa, fa = self._ap[j]
             s += global_proxy.share(jt, z, pp, pa, fa)
         c[C_ASSERT] = s
@@ -832,11 +833,11 @@ class LinkAgent:
         return u
 
     def send_status(self):
-        self.send(m.STATUS, m.HOST, (self.tick & 0xFFFFFFFF, self.safety.state, self.safety.faults,
+        self.send(m.STATUS, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF, self.safety.state, self.safety.faults,
                                      self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
                                      self.stale_kin & 0xFFFF, self.late & 0xFFFF))
         if self.ident is not None and self.ident.est is not None:
-            self.send(m.ESTIMATE, m.HOST, (self.tick & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
+            self.send(m.ESTIMATE, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 
     def on_command(self, cmd, arg):
         """BRAKE latches F_COMMAND, or the fault bit given in arg (the host braking a node a
@@ -844,7 +845,7 @@ class LinkAgent:
         if cmd == m.CMD_BRAKE:
             bit = int(arg)
             self.safety.trip(bit if bit in safety.FAULT_NAMES else safety.F_COMMAND, "commanded", safety.BRAKED)
-            if self.tick >= 0:   # brake now: this tick's TORQUE reports BRAKED
+            if self.I[I_TICK] >= 0:   # brake now: this tick's TORQUE reports BRAKED
                 self.actuate(None)
         elif cmd == m.CMD_RELEASE:
             self.safety.clear()

@@ -12,6 +12,7 @@ import select
 from firmware import node as node_mod
 from firmware import safety
 from firmware.agent import LinkAgent
+from firmware.linkstate import I_ACTED, I_TICK
 from firmware.hal import unix, unix_ports
 
 
@@ -118,8 +119,8 @@ def run(cfg, version, idle_exit_ms=0):
         moved = settle(nodes)
         if moved:
             idle = 0
-        t = agents[-1].tick
-        if t != gc_tick and t % gc_every == gc_slot and all(a.acted_tick == t for a in agents):
+        t = agents[-1].I[I_TICK]   # the agents' integers (LinkAgent.I)
+        if t != gc_tick and t % gc_every == gc_slot and all(a.I[I_ACTED] == t for a in agents):
             gc_tick = t
             gc.collect()
             continue

@@ -25,6 +25,7 @@
 # row a tick; `every` (default 4) spaces the identified ticks, which a constant load allows.
 from bus_protocol import messages as m
 from firmware import global_proxy
+from firmware.linkstate import I_KIN, I_TICK
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
 
 N_PAR = 10
@@ -296,23 +297,25 @@ class LinkIdent:
         """a: the agent, its K_i of this tick done; u_prev: the torque held since last tick."""
         mo = self.motion
         est = self.est
-        identified = a.kin_tick == a.tick and a.tick % self.every == 0
+        tick = a.I[I_TICK]
+        composed = a.I[I_KIN] == tick   # its K_i of this tick
+        identified = composed and tick % self.every == 0
         if est is not None:
             if identified:   # the last identified tick's rows are all in by now
-                est.begin(a.tick - self.every)
+                est.begin(tick - self.every)
             est.step()
-        if a.kin_tick != a.tick:
+        if not composed:
             mo.reset()
             return
-        mo.store(a.tick, a.quat, a.p, a.vel, a.w, a.qd)
+        mo.store(tick, a.quat, a.p, a.vel, a.w, a.qd)
         if not identified or not mo.compute():
             return
         f, mom = link_wrench(mo, a.p_prev, a.p, a.mass, a.centroid, self.inertia, self.g)
-        row = (a.tick, u_prev - self.damping * mo.qd) + a.z + a.p_prev + f + mom
+        row = (tick, u_prev - self.damping * mo.qd) + a.z + a.p_prev + f + mom
         if est is None:
             a.send(m.IDENT, a.n_links, row)
         else:
-            est.own(a.tick, row, mo, a.p)
+            est.own(tick, row, mo, a.p)
 
     def load(self):
         """(m, h) of the load to assert the weight of: the estimate, clamped to [0, m_max],

@@ -42,7 +42,7 @@ S_Q = const(246)        # the joint angle of this tick (S_QD = 7: its speed)
 SLOTS = const(247)
 
 # the agent's integers I, an array('i') (LinkAgent.I: with or without linkcore, the one
-# place they are held; the agent's names tick, kin_tick, ... read them). Ticks run to
+# place they are held: agent.I[I_TICK] is its tick, and so on). Ticks run to
 # 2^31 - 1 (LinkAgent.dispatch drops a frame of a later one); 'i', not 'q': MicroPython
 # makes a long-int object of every 'q' item read
 I_TICK = const(0)       # the tick synced to (-1: none yet)

@@ -8,6 +8,7 @@ import time
 
 from firmware import boards, safety
 from firmware.agent import LinkAgent
+from firmware.linkstate import I_ACTED, I_TICK
 
 VERSION = "0.1.0"
 
@@ -56,11 +57,13 @@ def run(path="/config.json", idle_exit_ms=0):
     gc.collect()
     idle = 0
     gc_tick = -1
+    ints = agent.I
     while not board.closed:
         if node.poll():
             idle = 0   # no second read now: wait() below returns at once if more is there
-        t = agent.tick
-        if agent.acted_tick == t != gc_tick and t % gc_every == gc_slot:
+        t = ints[I_TICK]   # the agent's integers (LinkAgent.I)
+        acted = ints[I_ACTED]
+        if acted == t != gc_tick and t % gc_every == gc_slot:
             gc_tick = t
             gc.collect()
             continue
@@ -69,7 +72,7 @@ def run(path="/config.json", idle_exit_ms=0):
         if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
             wait_ms = quiet[1 if agent.lockstep else 0]
         goal_ms = goal_quiet[1 if agent.lockstep else 0]
-        if goal_ms and 0 <= t != agent.acted_tick and t != gave_up:
+        if goal_ms and 0 <= t != acted and t != gave_up:
             if goal_tick != t:
                 goal_tick = t
                 goal_t0 = time.ticks_ms()

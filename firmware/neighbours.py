@@ -11,6 +11,7 @@ from math import atan2, cos, sin
 
 from bus_protocol import messages as m
 from firmware import kinematic_bus, safety
+from firmware.linkstate import I_TICK
 from firmware.vec import cross, dot, qaxis_z, qmul, sub
 
 _PI = 3.141592653589793
@@ -81,7 +82,7 @@ def check(agent, r):
         return   # its input is a bridged packet of a link known bad: no check
     jt, dh = agent.nb[r]
     e, q, qd = mismatch(jt, dh, agent._kin[r + 1], agent._kin[r])
-    tick = agent.tick
+    tick = agent.I[I_TICK]
     if e <= agent.nb_tol:
         if r >= agent.skip:
             agent._nbq[r] = (q, qd, tick)
@@ -126,7 +127,7 @@ def node_out(agent, j, out):
         return
     if j < agent.skip:
         return   # bridged already (it disagreed with this agent's check)
-    agent.q_locks[j] = predict(agent, j, agent.tick)
+    agent.q_locks[j] = predict(agent, j, agent.I[I_TICK])
     while agent.skip < agent.nb_depth and agent._out[agent.skip]:
         agent.skip += 1
         agent._readmit = 0

@@ -19,6 +19,7 @@ import pyb  # noqa: E402
 
 from bus_protocol import can_ids, framing, medium  # noqa: E402
 from bus_protocol import messages as m  # noqa: E402
+from firmware.linkstate import I_NA  # noqa: E402
 from firmware.agent import LinkAgent  # noqa: E402
 from firmware.hal import joint as J  # noqa: E402
 from firmware.hal import rp2_uart, stm32_can  # noqa: E402
@@ -446,7 +447,7 @@ def chain_cycle(ring, split_goal=False):
     assert nodes[1 if ring else 0].forwarded >= (2 if ring else 3), [nd.forwarded for nd in nodes]
     assert nodes[0].dropped == nodes[1].dropped == 0
     if split_goal:   # link 1 applies both gravity assertions, link 2 its own, each once
-        assert [nd.agent._n_assert for nd in nodes] == [2, 1], [nd.agent._n_assert for nd in nodes]
+        assert [nd.agent.I[I_NA] for nd in nodes] == [2, 1], [nd.agent.I[I_NA] for nd in nodes]
         assert nodes[1].goal_tick == 5
     return hals
 

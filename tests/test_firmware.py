@@ -10,6 +10,7 @@ import pytest
 
 from bus_protocol import messages as m
 from firmware import kinematic_bus as kb
+from firmware import linkstate
 from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
@@ -238,10 +239,10 @@ def test_a_tick_past_int32_is_a_bad_frame(pure):
               m.encode(m.GOAL, 0, 255, 0, (2 ** 32 - 1, 0, 1, 0, 0, 0, 10.0, 0, 0, 0, 0)),
               m.encode(m.ASSERT, 0, 255, 0, (big, 2, m.KIND_GRAVITY) + (0.0,) * 9)):
         a.receive(f)
-    assert a.decoder.bad == bad + 5 and a.tick == 5 and a.safety.faults == 0
+    assert a.decoder.bad == bad + 5 and a.I[linkstate.I_TICK] == 5 and a.safety.faults == 0
     assert not [x for x in (rig.dec.decode(f) for f in rig.out) if x]   # nothing answered
     tq = last.cycle(2 ** 31 - 1, q=0.1)   # the last tick an agent takes
-    assert last.agent.tick == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
+    assert last.agent.I[linkstate.I_TICK] == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
     assert tq[0][4][2] == safety.RUN and abs(tq[0][4][1] - 10.0) < 1e-4
 
 

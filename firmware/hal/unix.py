@@ -93,7 +93,7 @@ class UnixBoard:
 
     def node(self, agent):
         for p in self.ports:
-            p.clock = agent   # bus faults follow the run's ticks
+            p.clock = agent.I   # bus faults follow the run's ticks
         if self.name == "unix-pty":
             return node_mod.ChainNode(agent, self.up, self.down, bufsize=2048, ring=self.ring,
                                       overhear=self.overhear)

@@ -9,6 +9,7 @@ import time
 
 from bus_protocol import can_ids, framing, medium
 from bus_protocol import messages as m
+from firmware.linkstate import I_TICK
 
 try:
     import termios
@@ -64,14 +65,15 @@ class _Faulty:
     """Bus faults of the emulated wire (bus_protocol.wire_faults; set by
     firmware/hal/unix.py when the run injects them): the frames this node sends (src
     `me`) are lost, corrupted or delayed as they enter the medium; frames it passes on
-    have had theirs where they entered. `clock` gives the tick (the agent)."""
+    have had theirs where they entered. `clock` gives the tick: the agent's integers
+    (LinkAgent.I, its tick at linkstate.I_TICK)."""
     faults = None
     me = -1
     clock = None
 
     def _fault(self, frame):
         """-> -1 (lost) or the delay in us; corrupts `frame` (a bytearray) in place."""
-        return self.faults.apply(self.clock.tick, frame, len(frame))
+        return self.faults.apply(self.clock[I_TICK], frame, len(frame))
 
 
 class StreamPort(_Paced, _Faulty):
