@@ -490,8 +490,8 @@ class LinkAgent:
         if (mtype <= m.ASSERT or mtype == m.COMMAND) and not safety.all_finite(v):   # they carry numbers
             self.safety.trip(safety.F_NAN, "NaN/inf in %s" % m.NAMES[mtype])
             return
-        if mtype <= m.ASSERT and v[0] > TICK_MAX:   # a tick the agent's I cannot hold: garbage
-            self.decoder.bad += 1
+        if mtype <= m.ASSERT and v[0] > TICK_MAX:   # a tick the agent's I cannot hold:
+            self.late += 1                         # dropped, as a frame of another tick is
             return
         tick = self.I[I_TICK]
         if mtype == m.SYNC:

@@ -4,6 +4,8 @@ import contextlib
 import json
 import math
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 from tests import mp_agent_cycle as cyc
-from tests.conftest import REPO, pure_python, run_micropython
+from tests.conftest import MICROPYTHON, REPO, missing, pure_python, run_micropython
 from tests.dh_reference import fk, jacobian_fd, rotvec_jacobian_fd
 
 
@@ -226,20 +228,21 @@ def test_garbage_frames_are_counted_never_raised():
 @pytest.mark.parametrize("pure", [False, True])
 def test_a_tick_past_int32_is_a_bad_frame(pure):
     """The agent holds its ticks in int32 (linkstate.I): a SYNC, JOINT_STATE, K, GOAL or
-    ASSERT of tick 2^31 or later is counted as bad and dropped, on linkcore and in Python."""
+    ASSERT of tick 2^31 or later is dropped and counted as late, on linkcore and in Python;
+    the decoder took it (it is a well-formed frame)."""
     with pure_python() if pure else contextlib.nullcontext():
         rig, last = Rig(), Rig()
     assert (rig.agent.core is None) == (last.agent.core is None) == pure
     rig.cycle(5)
     a = rig.agent
-    bad = a.decoder.bad
+    bad, late = a.decoder.bad, a.late
     big = 2 ** 31
     for f in (m.encode(m.SYNC, 0, 255, 0, (big,)), m.encode(m.JOINT_STATE, 0, 1, 0, (big + 7, 0.5, 0, 0, 0, 0, 0, 0, 0, 0)),
               m.encode(m.KINEMATIC, 0, 1, 0, (big, 1, 0, 0, 0) + (0.0,) * 9),
               m.encode(m.GOAL, 0, 255, 0, (2 ** 32 - 1, 0, 1, 0, 0, 0, 10.0, 0, 0, 0, 0)),
               m.encode(m.ASSERT, 0, 255, 0, (big, 2, m.KIND_GRAVITY) + (0.0,) * 9)):
         a.receive(f)
-    assert a.decoder.bad == bad + 5 and a.I[linkstate.I_TICK] == 5 and a.safety.faults == 0
+    assert (a.decoder.bad, a.late) == (bad, late + 5) and a.I[linkstate.I_TICK] == 5 and a.safety.faults == 0
     assert not [x for x in (rig.dec.decode(f) for f in rig.out) if x]   # nothing answered
     tq = last.cycle(2 ** 31 - 1, q=0.1)   # the last tick an agent takes
     assert last.agent.I[linkstate.I_TICK] == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
@@ -285,3 +288,19 @@ def test_a_lockstep_run_has_no_silent_bus_watchdog():
         clock[0] += 10_000_000
         assert rig.agent.idle() is braked and reads[-1] == clock[0]
         assert (rig.agent.safety.faults == safety.F_BUS_LOST) is braked
+
+
+@pytest.mark.parametrize("interp", ["cpython", "micropython"])
+def test_agent_fuzz_counts_every_frame_and_writes_no_nan_torque(interp):
+    """benchmarks/mp_fuzz_agent.py (make bench runs 10^6 frames): 20,000 random, mutated and
+    out-of-range frames into one agent, under CPython and the MicroPython unix port. The
+    script raises if an exception leaves receive(), if the decoder's bad count is not the
+    sum of its error kinds (a frame the agent drops after a good decode is not bad), or if
+    a torque it writes is not finite."""
+    if interp == "micropython" and missing("micropython"):
+        pytest.skip(missing("micropython"))
+    exe = sys.executable if interp == "cpython" else MICROPYTHON
+    r = subprocess.run([exe, str(REPO / "benchmarks" / "mp_fuzz_agent.py"), "20000", "11"],
+                       capture_output=True, text=True, timeout=300, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("AGENT-FUZZ ok N 20000 "), r.stdout[-500:]
