@@ -237,8 +237,9 @@ def _sample(self):
     """The joint's reading of this tick, where it is usable (a sensor fault otherwise)."""
     hal = self.hal
     self._q_good = self.q
-    if not hal.read():
+    if not hal.read():   # keep the last good reading
         self.safety.trip(safety.F_SENSOR, "joint read failed")
+        return
     q = hal.q
     qd = hal.qd
     if LOW < q < BIG and LOW < qd < BIG:   # safety.finite, written out

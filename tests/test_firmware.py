@@ -272,6 +272,22 @@ def test_silent_bus_brakes_through_idle_and_sensor_error_trips():
     assert rig2.agent.safety.faults & safety.F_SENSOR and rig2.agent.safety.state == safety.BRAKED
 
 
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_failed_joint_read_keeps_the_last_good_reading(pure):
+    """hal.read() False: F_SENSOR latches and the agent keeps its last good q, whatever
+    the HAL's q holds after the failed read."""
+    with pure_python() if pure else contextlib.nullcontext():
+        rig = Rig()
+    assert (rig.agent.core is None) == pure
+    rig.cycle(0, q=0.2, qd=0.1)
+    a = rig.agent
+    q0 = a.q
+    a.hal.read = lambda: False
+    rig.cycle(1, q=0.25, qd=0.7)   # what the HAL holds after a read that failed
+    assert a.q == q0 == pytest.approx(0.2) and a.safety.faults == safety.F_SENSOR
+    assert a.qd == 0.0   # the brake holds the joint at its last good angle (a sensor fault)
+
+
 def test_a_lockstep_run_has_no_silent_bus_watchdog():
     """COMMAND RESET with arg 1 starts a lockstep run: no time passes between SYNCs, so
     10 s of quiet bus is no fault, though the joint is still read (a board's hardware
