@@ -394,6 +394,10 @@ class LinkAgent:
         # receive's, in one attribute load (an attribute load is ~100 instructions on a
         # Cortex-M4F, a tuple's item a few)
         self._lc = None if self.core is None else (self.core, self.S, self.I, self._tx)
+        # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
+        # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
+        self._goal = None
+        self._base = None
         # linkcore's: the joint type, the gravity ASSERT with K_i (FLAG_PLAIN: on_sync)
         self._flags = (FLAG_REV if self.jtype == REVOLUTE else 0) | (
             FLAG_GRAVITY if self.core is not None and self.weight is not None else 0)

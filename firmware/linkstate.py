@@ -26,6 +26,7 @@ except ImportError:  # CPython
 # the layout of S: the same numbers as in linkcore.c
 S_DH = const(8)         # d, a, cos(alpha/2), sin(alpha/2)
 S_IN = const(12)        # K_{i-1} to compose from: quat(4) p(3) v(3) w(3)
+S_Z = const(38)         # the joint axis z_i (world), composed with K_i
 S_K = const(41)         # K_i: quat(4) p(3) v(3) w(3)
 S_COUPLET = const(54)   # gravity couplet: p(3), then the weight's wrench (6)
 S_GOAL = const(63)      # p_app(3), f(6)
@@ -79,8 +80,9 @@ def covers(cfg):
     centering/retraction, joint limit and gravity by assertion, but no neighbour check or
     bridge, load, identification, RMOA or fault injection (those run in Python)."""
     beh = cfg.get("behaviours", {})
+    nb = cfg.get("neighbours") or {}
     return not (cfg.get("load") or cfg.get("identify") or cfg.get("inject") or beh.get("rmoa")
-                or (cfg.get("neighbours") or {}).get("dh"))
+                or nb.get("dh") or nb.get("to_host"))   # (to_host: K_{N-1} to the host too)
 
 
 def state(agent):
@@ -88,6 +90,7 @@ def state(agent):
     S = array("f" if linkcore.FLOAT_BYTES == 4 else "d", bytes(SLOTS * linkcore.FLOAT_BYTES))
     _, d, a, alpha = agent.dh
     put(S, S_DH, (d, a, cos(0.5 * alpha), sin(0.5 * alpha)))   # as kinematic_bus.dh_local
+    S[S_Z + 2] = 1.0   # the joint axis before any K_i: the pure Python's z, (0, 0, 1)
     put(S, S_GAIN, (agent.k_proxy, agent.k_assert, agent.k_local, agent.k_jl))
     put(S, S_PD, agent.local_pd)
     put(S, S_JL, (agent.q_low, agent.q_high) + agent.jl)

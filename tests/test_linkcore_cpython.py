@@ -246,3 +246,59 @@ def test_linkcore_closing_the_cycle_at_its_goal_sends_the_pure_python_frames(mon
     assert closed["linkcore"] > 300 and closed["python"] > 300, closed
     assert closed["status"] > 20 and closed["timing"] > 20, closed
     assert len(faulted) >= 8, faulted
+
+
+def _sent(out):
+    from bus_protocol import messages as m
+    dec = m.Decoder()
+    return [dec.decode(f) for f in out]
+
+
+def test_linkcore_and_python_agree_before_the_first_k_after_a_config_and_with_the_tip_check():
+    """Three cases an adversarial verifier found where the two used to differ: a goal before
+    any K_{i-1} was composed (linkcore's joint axis started at 0, the Python's at z =
+    (0, 0, 1)); a stale goal or a bridged K_0 after a CONFIG applied between runs (linkcore's
+    new S had zeroed them); a link that sends its K to the host too for the tip check,
+    without neighbours (linkcore sent it down only)."""
+    import json
+    from bus_protocol import messages as m
+    goal = m.encode(m.GOAL, 0, 255, 2, (0, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))
+    cfg = {"link": 3, "n_links": 5, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 100.0,
+           "behaviours": {"proxy": {"weight": 1.0}}}
+    (fast, fo), (pure, po) = _twin_agents(cfg)
+    for f in (m.encode(m.SYNC, 0, 255, 1, (0,)), goal):   # the goal before any K
+        fast.receive(f)
+        pure.receive(f)
+    assert fo == po and _sent(fo)[-1][4][1] == pytest.approx(3.0)   # (z x r) . f = 3
+    for link in (1, 3):   # link 1 bridges K_0; link 3 acts on a stale goal
+        cfg = dict(cfg, link=link)
+        (fast, fo), (pure, po) = _twin_agents(cfg)
+        blob = json.dumps({"u_sat": 50.0}).encode()
+        k = m.encode(m.KINEMATIC, link - 1, link, 3, (0, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.0,) * 6)
+        for f in (m.encode(m.SYNC, 0, 255, 1, (0,)), k, goal, m.encode(m.COMMAND, 0, link, 5, (m.CMD_BRAKE, 0.0)),
+                  m.encode(m.CONFIG, 0, link, 6, (0, len(blob), blob)),
+                  m.encode(m.COMMAND, 0, link, 7, (m.CMD_CONFIG_APPLY, 0.0)),
+                  m.encode(m.COMMAND, 0, link, 8, (m.CMD_RELEASE, 0.0)), m.encode(m.SYNC, 0, 255, 1, (1,))):
+            fast.receive(f)
+            pure.receive(f)
+        assert fast.safety.faults == 0 and fast.u_sat == 50.0
+        fo.clear()
+        po.clear()
+        assert fast.on_quiet() == pure.on_quiet() is False   # nothing from before the CONFIG
+        assert fo == po == []
+    cfg = {"link": 4, "n_links": 5, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 100.0,
+           "behaviours": {"proxy": {"weight": 1.0}}, "neighbours": {"to_host": True}}
+    from firmware import agent as agent_mod, linkstate
+    assert not linkstate.covers(cfg)   # the tip check's link runs the Python
+    fast = agent_mod.LinkAgent(cfg, SimHAL_capture(fo := []))
+    k = m.encode(m.KINEMATIC, 3, 4, 3, (0, 1.0, 0.0, 0.0, 0.0, 0.1, 0.1, 0.1) + (0.1,) * 6)
+    for f in (m.encode(m.SYNC, 0, 255, 1, (0,)), k):
+        fast.receive(f)
+    assert [(x[0], x[2]) for x in _sent(fo)] == [(m.KINEMATIC, m.HOST), (m.KINEMATIC, 5)]
+
+
+def SimHAL_capture(out):
+    from firmware.hal.sim import SimHAL
+    hal = SimHAL(lambda b, n: out.append(bytes(b[:n])))
+    hal.ticks_us = lambda: 0
+    return hal
