@@ -149,9 +149,10 @@ def _close(self, u, encoded, state, due=-1):
     in _tx where `encoded` and the state is still `state`)."""
     # what is used more than once is held in locals: on a Cortex-M4F an attribute of
     # the agent costs ~100 instructions a load (make mcu-bench)
-    u_prev = self.u   # held since the last tick (the identification's interval)
+    hal, finish, logq = self._books
+    if due < 0:
+        u_prev = self.u   # held since the last tick (the identification's interval)
     self.u = u
-    hal = self.hal
     hal.write(u)
     sf = self.safety
     sf.last_u = u   # unless it never reached the motor (the node is silent)
@@ -171,7 +172,6 @@ def _close(self, u, encoded, state, due=-1):
     else:
         c = self.components
         self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
-    finish = self.finish
     if due < 0:
         if self.ident is not None:
             self.ident.after_torque(self, u_prev)
@@ -185,8 +185,8 @@ def _close(self, u, encoded, state, due=-1):
     _record(finish, tick, cycle_us, t_finish)
     # the host services' frames, called only where there is one to send (make
     # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
-    if self.logq.waiting:
-        self.logq.pump(self)
+    if logq.waiting:
+        logq.pump(self)
     if due & DUE_TIMING:
         finish.pump(self, tick)
 
@@ -287,6 +287,7 @@ class LinkAgent:
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
         self.I[I_TIMING_AT] = self.finish.slot
+        self._books = (hal, self.finish, self.logq)   # _close's, in one attribute load
         self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state
         self.q = 0.0
@@ -454,7 +455,8 @@ class LinkAgent:
                             sf.on_goal(I[I_TICK])   # (re-admission counts goals)
                         else:
                             sf.last_goal_tick = I[I_TICK]
-                        self._goal = True
+                        if self._goal is None:   # (a load costs less than a store)
+                            self._goal = True
                         _close(self, S[S_U], True, RUN, t - GOAL_ACTED)
                     elif t == K_SENT or t == KINEMATIC:
                         if I[I_LINK] == 1:
