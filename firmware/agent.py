@@ -144,9 +144,9 @@ def _close(self, u, encoded, state, due=-1):
     """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
     report, STATUS, the completion record and the host services. `due` >= 0: linkcore's
     rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx; no torque checks, no
-    identification: _on_sync's FLAG_PLAIN) and
-    found which of STATUS and TIMING are due; -1: all of it is done here (linkcore's frame
-    in _tx where `encoded` and the state is still `state`)."""
+    identification: _on_sync's FLAG_PLAIN) and found which of STATUS and TIMING are due;
+    -1: all of it is done here (linkcore's frame in _tx where `encoded` and the state is
+    still `state`)."""
     # what is used more than once is held in locals: on a Cortex-M4F an attribute of
     # the agent costs ~100 instructions a load (make mcu-bench)
     hal, finish, logq = self._books
@@ -451,9 +451,9 @@ class LinkAgent:
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t >= GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
-                        if sf.faults:
-                            sf.on_goal(I[I_TICK])   # (re-admission counts goals)
-                        else:
+                        if sf.faults:   # Safety.on_goal: re-admission counts goals
+                            sf.on_goal(I[I_TICK])
+                        else:   # all it does with nothing latched, without the call
                             sf.last_goal_tick = I[I_TICK]
                         if self._goal is None:   # (a load costs less than a store)
                             self._goal = True

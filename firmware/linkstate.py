@@ -70,9 +70,9 @@ DUE_STATUS = const(1)      # | these where STATUS, TIMING go out after it
 DUE_TIMING = const(2)
 
 if linkcore is not None and (linkcore.SLOTS, getattr(linkcore, "INTS", None)) != (SLOTS, INTS):
-    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, %d ints; want %d, %d): "
+    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, %r ints; want %d, %d): "
                       "rebuild it from this firmware's linkcore.c"
-                      % (linkcore.SLOTS, linkcore.INTS, SLOTS, INTS))
+                      % (linkcore.SLOTS, getattr(linkcore, "INTS", None), SLOTS, INTS))
 
 
 def covers(cfg):

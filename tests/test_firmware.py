@@ -320,3 +320,16 @@ def test_agent_fuzz_counts_every_frame_and_writes_no_nan_torque(interp):
                        capture_output=True, text=True, timeout=300, cwd=str(REPO))
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1].startswith("AGENT-FUZZ ok N 20000 "), r.stdout[-500:]
+
+
+@pytest.mark.parametrize("old", [{"SLOTS": 246}, {"SLOTS": linkstate.SLOTS, "INTS": linkstate.INTS - 3}])
+def test_a_linkcore_built_from_another_firmware_is_refused_with_a_clear_error(old):
+    """A board's linkcore.mpy left from an older firmware (its state layout, or no
+    integers' layout at all): importing the firmware says to rebuild it."""
+    code = ("import sys, types\nfake = types.ModuleType('linkcore')\n"
+            "for k, v in %r.items():\n    setattr(fake, k, v)\n"
+            "sys.modules['linkcore'] = fake\n"
+            "try:\n    import firmware.linkstate\nexcept ImportError as e:\n    print('REFUSED', e)\n" % (old,))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=60)
+    assert r.returncode == 0, r.stderr[-1000:]
+    assert r.stdout.startswith("REFUSED linkcore.mpy does not match firmware/linkstate.py") and "rebuild" in r.stdout
