@@ -2,7 +2,6 @@
 # -> saturate -> actuate. Frame-driven: a runner or a board main loop hands every
 # received frame to `receive()`; the agent answers through `hal.send()`.
 from array import array
-from math import cos, sin
 
 from bus_protocol import messages as m
 from firmware import behaviours, linkstate, safety, services
@@ -216,13 +215,11 @@ def _on_sync(self, tick):
             self.q_lock = self._q_good
         q = self.q_lock
         self.qd = 0.0
-    th, d, a, al = self.dh
     if self.core is None:
+        th, d, a, al = self.dh
         self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
-    else:   # the trigonometry here (MicroPython's libm), the rest in linkcore
-        if self._flags & FLAG_REV:
-            th = th + q
-        self.core.a_i(self.S, I, cos(0.5 * th), sin(0.5 * th), cos(th), sin(th), q, self.qd)
+    else:   # in linkcore, with its trigonometry (math.cos and math.sin, bit for bit)
+        self.core.a_i(self.S, I, self.dh[0], q, self.qd)
         # linkcore closes this tick's cycle at its goal where nothing is latched or locked
         # and nothing checks the torque after it (receive: GOAL_ACTED; a fault after the
         # sync changes the state rx is given)

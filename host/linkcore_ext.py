@@ -14,8 +14,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NATIVE_SRC = os.path.join(ROOT, "firmware", "native")
 SOURCES = ("linkcore_cpython.c", "linkcore_core.h")
 # the float operations exactly as written (no fused multiply-add: every operation rounded,
-# as CPython rounds it); never -ffast-math
-CFLAGS = ["-O2", "-ffp-contract=off", "-fno-fast-math"]
+# as CPython rounds it); never -ffast-math; cos and sin called one by one, as math.cos
+# and math.sin call them (not merged into sincos)
+CFLAGS = ["-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-builtin-cos", "-fno-builtin-sin"]
 
 
 def target():

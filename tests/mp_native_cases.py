@@ -107,7 +107,31 @@ def run(seed=12345):
                     agent.on_quiet(False)
             print("U %d %s %s %s bad %d" % (case, _bits(agent.u), _bits(agent.components[0]),
                                             _bits(agent.components[1]), agent.decoder.bad))
+    trig(r)
     print("CORES %d of %d" % (cores, CASES))
+
+
+def trig(r):
+    """A_i(q) of a joint whose A_i holds cos and sin of q/2 and q themselves (theta 0,
+    a 1, alpha 0), over angles from 0 to beyond where the argument reduction changes
+    method (2^7 pi/2) to 1e30: linkcore computes its trigonometry in C (MicroPython's
+    lib/libm on the boards, the C library's on CPython), the pure Python with math.cos
+    and math.sin. Prints TRIG and the bits of rot(A_i) and trans(A_i)."""
+    from firmware import kinematic_bus
+    agent = LinkAgent({"link": 1, "n_links": 2, "dh": {"type": "revolute", "a": 1.0}}, SimHAL())
+    xs = [0.0, -0.0, 1e-30, 1e-8, -1e-5, 0.5, 0.7853981, 0.7853982, 1.5707963, 2.3561945,
+          3.1415927, -3.1415927, 4.712389, 6.2831855, 100.0, 200.0, 201.06, 201.07, 250.0,
+          -1000.0, 12345.678, 1e5, 1e7, 1.7e9, 1e20, -1e30]
+    xs += [r.span(-4, 4) for _ in range(100)] + [r.span(-300, 300) for _ in range(100)]
+    xs += [(1 if r.unit() < 0.5 else -1) * 10 ** r.span(0, 30) for _ in range(100)]
+    for x in xs:
+        if agent.core is not None:
+            agent.core.a_i(agent.S, agent.I, agent.dh[0], x, 0.0)
+            v = [agent.S[j] for j in range(7)]   # linkstate.S_ROT, S_TRANS
+        else:
+            rot, trans = kinematic_bus.dh_local(kinematic_bus.REVOLUTE, agent.dh[0], 0.0, 1.0, 0.0, x)
+            v = list(rot) + list(trans)
+        print("TRIG " + " ".join(_bits(y) for y in v))
 
 
 if __name__ == "__main__":

@@ -124,11 +124,12 @@ def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     py, native = board.split("\nNATIVE\n")
 
     def lines(text):
-        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "CORES "))]
+        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "TRIG ", "CORES "))]
     py, native = lines(py), lines(native)
     assert "CORES 0 of 100" in py and "CORES 100 of 100" in native
     frames = [x[6:8] for x in py if x.startswith("FRAME ")]
     assert frames.count("03") >= 200 and frames.count("06") >= 190
+    assert len([x for x in py if x.startswith("TRIG ")]) == 326
     assert [x for x in native if not x.startswith("CORES")] == [x for x in py if not x.startswith("CORES")]
 
 

@@ -77,6 +77,38 @@ static real root(real x) {
     #endif
 }
 
+// math.cos and math.sin. On the boards (float32) MicroPython's own lib/libm cosf and
+// sinf, compiled into this module as the firmware compiles them (firmware/native/
+// Makefile): the same code, so the same bits, and no float object per call (make
+// mcu-bench: the four calls from Python cost ~2.7k instructions and 96 bytes a cycle on a
+// Cortex-M4F). In double (the unix port) the port's own math functions, through the runtime.
+#if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
+float cosf(float x);
+float sinf(float x);
+
+static real cos_r(real x) {
+    return cosf(x);
+}
+
+static real sin_r(real x) {
+    return sinf(x);
+}
+#else
+static real math_call(qstr fun, real x) {
+    mp_obj_t math = mp_import_name(MP_QSTR_math, mp_const_none, MP_OBJ_NEW_SMALL_INT(0));
+    mp_obj_t arg = mp_obj_new_float(x);
+    return mp_obj_get_float(mp_call_function_n_kw(mp_load_attr(math, fun), 1, 0, &arg));
+}
+
+static real cos_r(real x) {
+    return math_call(MP_QSTR_cos, x);
+}
+
+static real sin_r(real x) {
+    return math_call(MP_QSTR_sin, x);
+}
+#endif
+
 // ---- MicroPython glue ----
 
 static real *state(mp_obj_t obj) {
@@ -135,17 +167,14 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 6, rx);
 
-// a_i(S, I, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
+// a_i(S, I, theta, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
 static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {
     real *S = state(args[0]);
-    real q = mp_obj_get_float(args[6]);
     dh_local(S, ints(args[1])[I_FLAGS] & FLAG_REV, mp_obj_get_float(args[2]), mp_obj_get_float(args[3]),
-        mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), q);
-    S[S_Q] = q;
-    S[S_QD] = mp_obj_get_float(args[7]);
+        mp_obj_get_float(args[4]));
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 8, a_i);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 5, a_i);
 
 // kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
 static mp_obj_t kinematic(mp_obj_t S, mp_obj_t I, mp_obj_t tx) {

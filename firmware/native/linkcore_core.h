@@ -3,7 +3,8 @@
 // .mpy module, for the boards and the unix port) and linkcore_cpython.c (a CPython
 // extension module, for the desktop's in-process agents). Each defines, before including
 // this file, `real` (its interpreter's float: float32 on the boards, double elsewhere),
-// R(x) (a constant of that type) and, after it, root() (x ** 0.5 as its Python does it).
+// R(x) (a constant of that type) and, after it, root() (x ** 0.5 as its Python does it),
+// cos_r() and sin_r() (its math.cos and math.sin, bit for bit).
 // The pure-Python firmware stays the portable fallback and the oracle: every function
 // here performs the same float operations in the same order, so the results are
 // bit-identical where the float width is the same (compiled with -ffp-contract=off: no
@@ -13,6 +14,8 @@
 #include <stdint.h>
 
 static real root(real x);
+static real cos_r(real x);
+static real sin_r(real x);
 
 // ---- layout of S (firmware/linkstate.py holds the same numbers) ----
 #define S_ROT 0        // rot(A_i(q)), quaternion w x y z, in frame i-1
@@ -151,13 +154,17 @@ static int seal(uint8_t *buf, int type, int src, int dst, int seq, uint8_t *end)
 
 // ---- the kinematic bus (kinematic_bus.py, docs/design.md §2, 5.172-5.176) ----
 
-// A_i(q) = Rz(theta) Tz(d) Tx(a) Rx(alpha) from the trigonometry of theta (+q, revolute)
-// the caller took: ct, st of theta/2, c, s of theta (kinematic_bus.dh_local)
-static void dh_local(real *S, bool revolute, real ct, real st, real c, real s, real q) {
+// A_i(q) = Rz(theta) Tz(d) Tx(a) Rx(alpha), theta + q (revolute) or d + q (prismatic)
+// (kinematic_bus.dh_local); the sampled q, qd into S_Q, S_QD
+static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
     real d = S[S_DH], a = S[S_DH + 1], ca = S[S_DH + 2], sa = S[S_DH + 3];
-    if (!revolute) {
+    if (revolute) {
+        theta = theta + q;
+    } else {
         d = d + q;
     }
+    real h = R(0.5) * theta;
+    real ct = cos_r(h), st = sin_r(h), c = cos_r(theta), s = sin_r(theta);
     S[S_ROT] = ct * ca;
     S[S_ROT + 1] = ct * sa;
     S[S_ROT + 2] = st * sa;
@@ -165,6 +172,8 @@ static void dh_local(real *S, bool revolute, real ct, real st, real c, real s, r
     S[S_TRANS] = a * c;
     S[S_TRANS + 1] = a * s;
     S[S_TRANS + 2] = d;
+    S[S_Q] = q;
+    S[S_QD] = qd;
 }
 
 

@@ -22,6 +22,16 @@ static real root(real x) {
     return pow(x, 0.5);
 }
 
+// math.cos and math.sin as CPython's (the C library's cos and sin; host/linkcore_ext.py
+// builds with -fno-builtin-cos -fno-builtin-sin, so that no pair becomes one sincos call)
+static real cos_r(real x) {
+    return cos(x);
+}
+
+static real sin_r(real x) {
+    return sin(x);
+}
+
 // a writable buffer of at least `need` bytes, held in *view (PyBuffer_Release after)
 static void *buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) < 0) {
@@ -125,13 +135,13 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromLong(t);
 }
 
-// a_i(S, I, ct, st, c, s, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
+// a_i(S, I, theta, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
 static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 8, "a_i")) {
+    if (!args_ok(nargs, 5, "a_i")) {
         return NULL;
     }
-    real v[6];
-    for (int j = 0; j < 6; j++) {
+    real v[3];
+    for (int j = 0; j < 3; j++) {
         v[j] = PyFloat_AsDouble(args[2 + j]);
     }
     if (PyErr_Occurred()) {
@@ -147,9 +157,7 @@ static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyBuffer_Release(&sb);
         return NULL;
     }
-    dh_local(S, I[I_FLAGS] & FLAG_REV, v[0], v[1], v[2], v[3], v[4]);
-    S[S_Q] = v[4];
-    S[S_QD] = v[5];
+    dh_local(S, I[I_FLAGS] & FLAG_REV, v[0], v[1], v[2]);
     release2(&sb, &ib);
     Py_RETURN_NONE;
 }
