@@ -4,7 +4,8 @@
 #   SPLIT node  <phase> us   the same poll rounds with the agent's receive() a no-op: the
 #                            node's read, cut-through, COBS decode and hand-over
 #   SPLIT agent <frame> us   the agent's receive() alone, fed the decoded frames (its sends
-#                            go nowhere): js, sync, k, goal
+#                            go nowhere, and what linkcore queues on the node's transmit
+#                            buffers is dropped): js, sync, k, goal
 #   SPLIT ring  <phase> us   the node alone, the same link on a UART ring
 #   SPLIT send  k us         node.send() of one K frame: COBS encode, queue, write
 import gc
@@ -14,6 +15,7 @@ import mp_node_cycle as nc
 
 def run(cycles=40):
     stamp, tdiff, us = nc.clock()
+    from bus_protocol import framing
     from bus_protocol import messages as m
     from firmware.agent import LinkAgent
     from firmware.hal.sim import SimHAL
@@ -73,13 +75,18 @@ def run(cycles=40):
             ring.up.feed(src)
             timed("ring " + name, ring_poll, None, None)
     del agent.receive           # the class's method again
-    agent.hal.send = node.send  # (the ring node took it over)
+    agent.hal.send = node.send  # (the ring node took them over)
+    agent.on_wire(node._blk)
     send = agent.hal.send
-    agent.hal.send = nothing    # the agent alone
+    agent.hal.send = nothing    # the agent alone: its Python's sends go nowhere, and the
+    blk = node._blk             # frames linkcore queues (as inside a poll round) are dropped
+    blk[framing.BLK_NMINE + 5] = 1
     for k in range(4 * cycles):
         gc.collect()
         for name, b, n in frames[k % nc.TICKS]:
             timed("agent " + name, agent.receive, b, n)
+            blk[4] = blk[5] = 0
+    blk[framing.BLK_NMINE + 5] = 0
     agent.hal.send = send
     _, b, n = frames[0][2]
     for k in range(cycles):

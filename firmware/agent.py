@@ -94,14 +94,18 @@ I_RX = const(9)
 I_EVERY = const(11)
 I_EVERY_AT = const(12)
 I_TIMING_AT = const(13)
-INTS = const(14)
+I_COPIES = const(14)
+INTS = const(15)
 FLAG_REV = const(1)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
+FLAG_TORQUE_BUS = const(8)
+K_QUEUED = const(0x12)
 K_SENT = const(0x13)
 GOAL_ACTED = const(0x14)
 DUE_STATUS = const(1)
 DUE_TIMING = const(2)
+DUE_QUEUED = const(8)
 RUN = const(1)          # safety.RUN
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
 TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
@@ -123,16 +127,18 @@ C_BRAKE = 4
 # those it also has as methods are named in the class.
 
 @micropython.native   # (LinkAgent.receive)
-def _kinematic_out(self):
+def _kinematic_out(self, queued=False):
     """The frames linkcore made of K_i (send_kinematic, or rx at once: K_SENT) onto
-    the bus: the gravity assertion first, then K_i, `copies` times."""
-    send = self.hal.send
-    if self._flags & FLAG_GRAVITY:
-        send(self._tx_assert, ASSERT_FRAME)
-    copies = self.copies
-    while copies > 0:
-        send(self._tx, K_FRAME)
-        copies -= 1
+    the bus: the gravity assertion first, then K_i, `copies` times (`queued`: rx has put
+    them on the node's transmit buffers, K_QUEUED); then K_{N-1} to the host."""
+    if not queued:
+        send = self.hal.send
+        if self._flags & FLAG_GRAVITY:
+            send(self._tx_assert, ASSERT_FRAME)
+        copies = self.copies
+        while copies > 0:
+            send(self._tx, K_FRAME)
+            copies -= 1
     if self.tip_out:   # the host bridges the tip from K_{N-1} (check_tip's link runs
         # the pure Python: linkstate.covers leaves out neighbour checks)
         self.send(m.KINEMATIC, m.HOST, linkstate.packet(self.S, self.I[I_TICK]), None, self.copies)
@@ -142,10 +148,10 @@ def _kinematic_out(self):
 def _close(self, u, encoded, state, due=-1):
     """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
     report, STATUS, the completion record and the host services. `due` >= 0: linkcore's
-    rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx; no torque checks, no
-    identification: _on_sync's FLAG_PLAIN) and found which of STATUS and TIMING are due;
-    -1: all of it is done here (linkcore's frame in _tx where `encoded` and the state is
-    still `state`)."""
+    rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx, or on the node's transmit
+    buffer with DUE_QUEUED; no torque checks, no identification: _on_sync's FLAG_PLAIN)
+    and found which of STATUS and TIMING are due; -1: all of it is done here (linkcore's
+    frame in _tx where `encoded` and the state is still `state`)."""
     # what is used more than once is held in locals: on a Cortex-M4F an attribute of
     # the agent costs ~100 instructions a load (make mcu-bench)
     hal, finish, logq = self._books
@@ -166,7 +172,8 @@ def _close(self, u, encoded, state, due=-1):
     # TORQUE reports the cycle to the host: on the bus, or through hal.report
     out = self._report
     if due >= 0 or (encoded and sf.state == state):   # linkcore's frame, of the right state
-        (out or hal.send)(self._tx, 41)
+        if due < DUE_QUEUED:   # (else on its way already)
+            (out or hal.send)(self._tx, 41)
         I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
     else:
         c = self.components
@@ -271,6 +278,7 @@ class LinkAgent:
         self._report = getattr(hal, "report", None)
         self._feed_joint = getattr(hal, "on_joint_state", None)
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
+        self._wire = None   # a ChainNode's block, where linkcore queues the hot frames (on_wire)
         self.configure(cfg)
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
@@ -375,7 +383,7 @@ class LinkAgent:
         # link N-1: its K also goes to the host, the tip's distal neighbour for the check
         # (host/goal_process.py check_tip); and while the tip is out, to bridge it
         self.k_to_host = bool(nb.get("to_host", False))
-        self.copies = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
+        self.copies = self.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
         # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
         self.inject = [tuple(x) for x in cfg.get("inject", ())]
         self.cfg = cfg
@@ -391,15 +399,25 @@ class LinkAgent:
             self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
         # receive's, in one attribute load (an attribute load is ~100 instructions on a
         # Cortex-M4F, a tuple's item a few)
-        self._lc = None if self.core is None else (self.core, self.S, self.I, self._tx)
+        self._lc = None if self.core is None else (self.core, self.S, self.I, self._tx, self._wire)
         # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
         # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
         self._goal = None
         self._base = None
-        # linkcore's: the joint type, the gravity ASSERT with K_i (FLAG_PLAIN: on_sync)
+        # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus
+        # (FLAG_PLAIN: on_sync)
         self._flags = (FLAG_REV if self.jtype == REVOLUTE else 0) | (
-            FLAG_GRAVITY if self.core is not None and self.weight is not None else 0)
+            FLAG_GRAVITY if self.core is not None and self.weight is not None else 0) | (
+            FLAG_TORQUE_BUS if self._report is None else 0)
         self.I[I_FLAGS] = self._flags
+
+    def on_wire(self, blk):
+        """A ChainNode's block (bus_protocol/framing.py): during its poll round linkcore
+        queues the hot frames (K_i, its gravity ASSERT, a plain cycle's TORQUE) straight
+        onto its transmit buffers (linkcore_core.h wire_out), as its send would."""
+        self._wire = blk
+        if self._lc is not None:
+            self._lc = self._lc[:4] + (blk,)
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None, copies=1):
@@ -442,9 +460,9 @@ class LinkAgent:
             # check of a JOINT_STATE 7k), and K_i or a plain cycle's torque made at once
             # (make mcu-bench: a method call costs ~900 instructions from native code);
             # anything else, or anything odd, goes the Python way
-            core, S, I, tx = lc
+            core, S, I, tx, wire = lc
             sf = self.safety
-            t = core.rx(frame, n, S, I, tx, sf.state)
+            t = core.rx(frame, n, S, I, tx, sf.state, wire)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t >= GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
@@ -455,11 +473,11 @@ class LinkAgent:
                         if self._goal is None:   # (a load costs less than a store)
                             self._goal = True
                         _close(self, S[S_U], True, RUN, t - GOAL_ACTED)
-                    elif t == K_SENT or t == KINEMATIC:
+                    elif t >= K_QUEUED or t == KINEMATIC:
                         if I[I_LINK] == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
-                        if t == K_SENT:
-                            _kinematic_out(self)
+                        if t == K_SENT or (t == K_QUEUED and self.tip_out):
+                            _kinematic_out(self, t == K_QUEUED)
                     elif t == GOAL:
                         self.take_goal(True)
                     elif t == SYNC:

@@ -14,37 +14,7 @@ from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.linkstate import I_ACTED, I_TICK
 from firmware.hal import unix, unix_ports
-
-
-class MemWire:
-    """One end of a UART wire inside a node (the byte-port surface of firmware/hal):
-    write(buf[, n]) queues bytes at the far end, readinto() takes what the far end wrote
-    (None when there is nothing)."""
-
-    def __init__(self):
-        self.rx = b""
-        self.peer = None
-        self.hup = False
-
-    def write(self, buf, n=None):
-        if n is None:
-            n = len(buf)
-        self.peer.rx += buf[:n]   # a copy: the node reuses its transmit buffer
-        return n
-
-    def readinto(self, buf):
-        n = min(len(buf), len(self.rx))
-        if not n:
-            return None
-        buf[:n] = self.rx[:n]
-        self.rx = self.rx[n:]
-        return n
-
-
-def mem_wire():
-    a, b = MemWire(), MemWire()
-    a.peer, b.peer = b, a
-    return a, b
+from firmware.hal.mem import mem_wire, settle
 
 
 class GroupBoard(unix.UnixBoard):
@@ -86,19 +56,6 @@ class GroupBoard(unix.UnixBoard):
         for p in self.ports:
             self._poll.register(p.fileno(), select.POLLIN)
         self._paced = False
-
-
-def settle(nodes):
-    """Poll every node until none moves a frame (the memory wires between them included);
-    -> the frames moved."""
-    moved = 0
-    k = 1
-    while k:
-        k = 0
-        for nd in nodes:
-            k += nd.poll()
-        moved += k
-    return moved
 
 
 def run(cfg, version, idle_exit_ms=0):

@@ -59,15 +59,19 @@ I_RX = const(9)         # linkcore.rx: a SYNC's or JOINT_STATE's tick, then its 
 I_EVERY = const(11)     # STATUS every this many ticks, at tick % I_EVERY == I_EVERY_AT
 I_EVERY_AT = const(12)
 I_TIMING_AT = const(13)   # TIMING at tick % services.TIMING_SLOTS == I_TIMING_AT
-INTS = const(14)
+I_COPIES = const(14)    # K_i goes out this many times (kinematic_copies)
+INTS = const(15)
 FLAG_REV = const(1)     # a revolute joint
 FLAG_GRAVITY = const(2)   # K_i goes with the gravity couplet's ASSERT (its frame at tx[64:])
 FLAG_PLAIN = const(4)   # this tick's goal is closed in linkcore.rx (agent._on_sync says when)
+FLAG_TORQUE_BUS = const(8)   # the TORQUE report goes on the bus (the HAL has no report())
 # linkcore.rx's answers beyond a frame type: what it did with the frame at once
+K_QUEUED = const(0x12)   # K_i composed, its frames queued on the node's transmit buffers
 K_SENT = const(0x13)     # K_i composed: its frames in tx
 GOAL_ACTED = const(0x14)   # the cycle closed: u in S_U, the TORQUE frame in tx,
 DUE_STATUS = const(1)      # | these where STATUS, TIMING go out after it
 DUE_TIMING = const(2)
+DUE_QUEUED = const(8)      # | this where the TORQUE frame is queued on the node's
 
 if linkcore is not None and (linkcore.SLOTS, getattr(linkcore, "INTS", None)) != (SLOTS, INTS):
     raise ImportError("linkcore.mpy does not match firmware/linkstate.py (%d slots, %r ints; want %d, %d): "

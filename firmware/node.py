@@ -145,6 +145,7 @@ class ChainNode:
         self._io = (self._rx, self._blk, up, down) + self._txv
         self._tables()
         agent.hal.send = self.send   # the agent talks through this node
+        agent.on_wire(self._blk)     # and queues its hot frames here in C (linkcore)
 
     def __getattr__(self, name):
         """The counts kept in the block, read as attributes: `forwarded`, the frames passed

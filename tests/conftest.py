@@ -65,6 +65,16 @@ def pure_python():
         linkstate.linkcore = saved
 
 
+def assert_wire_chain(got, want):
+    """tests/mp_wire_chain.py's lines with linkcore (got) and in pure Python (want): every
+    byte on every wire the same, and linkcore queued K_i (4 links x 8 ticks, one link's
+    twice, on a chain and a ring) and each plain cycle's TORQUE on the wire itself."""
+    k, torque = (int(x) for x in got[-1].split()[1:])
+    assert want[-1] == "QUEUED 0 0" and k >= 50 and torque >= 60
+    assert len([x for x in want if x.startswith("WIRE ")]) == 16
+    assert got[:-1] == want[:-1]
+
+
 def run_both(script, stdin=None, timeout=300):
     """A tests/mp_*.py script under MicroPython and CPython (pure Python), the repo root on
     sys.path: (micropython stdout, cpython stdout)."""

@@ -6,7 +6,7 @@
 from bus_protocol import framing
 from bus_protocol import messages as m
 from firmware.agent import LinkAgent
-from firmware.group import mem_wire, settle
+from firmware.hal.mem import mem_wire, settle
 from firmware.hal.sim import SimHAL
 from firmware.node import ChainNode
 

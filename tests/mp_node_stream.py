@@ -26,6 +26,9 @@ class Agent:
     def receive(self, buf, n):
         self.got.append(bytes(buf[:n]))
 
+    def on_wire(self, blk):   # (a LinkAgent's linkcore queues its hot frames there)
+        pass
+
 
 class Port:
     def __init__(self, chunks=()):

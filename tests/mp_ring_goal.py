@@ -10,7 +10,7 @@ if "__file__" in globals():   # run as a file: the repository on sys.path
 from bus_protocol import framing                # noqa: E402
 from bus_protocol import messages as m          # noqa: E402
 from firmware.agent import LinkAgent            # noqa: E402
-from firmware.group import mem_wire, settle     # noqa: E402
+from firmware.hal.mem import mem_wire, settle     # noqa: E402
 from firmware.hal.sim import SimHAL             # noqa: E402
 from firmware.node import ChainNode             # noqa: E402
 

@@ -46,10 +46,31 @@ def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
     assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
     assert (agent.S_U, agent.S_JOINT) == (linkstate.S_U, linkstate.S_JOINT)
     names = ("I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL", "I_LINK", "I_DOWN", "I_FLAGS",
-             "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "INTS", "FLAG_REV", "FLAG_GRAVITY",
-             "FLAG_PLAIN", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING")
+             "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "I_COPIES", "INTS", "FLAG_REV", "FLAG_GRAVITY",
+             "FLAG_PLAIN", "FLAG_TORQUE_BUS", "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING",
+             "DUE_QUEUED")
     assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
     assert (agent.RUN, agent.TIMING_SLOTS) == (safety.RUN, services.TIMING_SLOTS)
+
+
+def test_linkcore_core_constants_are_linkstates_and_framings():
+    """linkcore_core.h's #defines of S's and I's layout, its flags and answers, and the
+    node's block it queues frames on, are the Python's (linkstate.py, framing.py)."""
+    from bus_protocol import framing
+    from firmware import linkstate
+    text = (REPO / "firmware" / "native" / "linkcore_core.h").read_text()
+    c = {}
+    for ln in text.splitlines():
+        w = ln.split()
+        if len(w) >= 3 and w[0] == "#define" and w[1].isupper() and (w[2].isdigit() or w[2].startswith("0x")):
+            c[w[1]] = int(w[2], 0)
+    names = [x for x in dir(linkstate) if x.startswith(("S_", "I_", "FLAG_", "DUE_")) or x in (
+        "SLOTS", "INTS", "K_QUEUED", "K_SENT", "GOAL_ACTED")]
+    assert len(names) >= 40 and all(x in c or x in ("S_JOINT", "S_Q", "SLOTS") for x in names), \
+        [x for x in names if x not in c]
+    assert {x: c[x] for x in names if x in c} == {x: getattr(linkstate, x) for x in names if x in c}
+    assert (c["BLK_TX"], c["TX"], c["BLK_TAB"], c["BLK_BATCH"], c["BLK"]) == (
+        framing.BLK_TX, framing.TX, framing.BLK_TAB, framing.BLK_NMINE + 5, framing.BLK)
 
 
 def test_node_block_constants_are_framings():

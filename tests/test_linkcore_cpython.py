@@ -3,15 +3,16 @@ linkcore_core.h, as a CPython extension module that `make setup` builds) against
 pure-Python firmware, its oracle: CPython agents with and without it send byte-identical
 frames (100 agents of random joint type, DH, gains, gravity, poses, assertions, corrupted
 and NaN frames: tests/mp_native_cases.py; the reference chain's cycle:
-tests/mp_agent_cycle.py), and the in-process reference run records the same time series
-to the last bit. Skipped with the reason where the module is not built."""
+tests/mp_agent_cycle.py; four chain nodes on memory wires, plain and as a ring, whose
+hot frames linkcore queues on the nodes' transmit buffers: tests/mp_wire_chain.py), and
+the in-process reference run records the same time series to the last bit. Skipped with the reason where the module is not built."""
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import PURE_PYTHON_ENV, REPO, pure_python
+from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, pure_python
 
 
 def _built():
@@ -42,6 +43,12 @@ def test_cpython_agents_with_linkcore_send_the_pure_python_frames(script):
         got, want = got[:-1], want[:-1]
     for g, w in zip(got, want):
         assert g == w
+
+
+def test_hot_frames_queued_by_linkcore_are_the_pure_pythons_bytes_on_every_wire():
+    got = _cpython("mp_wire_chain.py")
+    want = _cpython("mp_wire_chain.py", PURE_PYTHON_ENV)
+    assert_wire_chain(got, want)
 
 
 def test_pure_python_switch():

@@ -13,7 +13,7 @@ from bus_protocol import messages as m
 from host import mcu
 from tests import mp_agent_cycle as cyc
 from tests import mp_framing_cases, mp_node_stream
-from tests.conftest import REPO, pure_python, run_micropython
+from tests.conftest import REPO, assert_wire_chain, pure_python, run_micropython
 
 _LACK = mcu.missing()
 pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
@@ -114,23 +114,27 @@ def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
 def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     """The native module linkcore (firmware/native/linkcore.c, built for the board's
     architecture and loaded from a RAM filesystem) against the frozen pure Python on the
-    same board, both float32: the reference chain's cycle and 100 random agents
-    (tests/mp_native_cases.py) send the same frames, bit for bit."""
-    run = "mp_native_cases.run()\nmp_agent_cycle.run()"
-    board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle\n" + run + "\n"
+    same board, both float32: the reference chain's cycle, 100 random agents
+    (tests/mp_native_cases.py) and four chain nodes whose hot frames linkcore queues on
+    their transmit buffers (tests/mp_wire_chain.py) send the same frames, bit for bit."""
+    run = "mp_native_cases.run()\nmp_agent_cycle.run()\nmp_wire_chain.run()"
+    board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle, mp_wire_chain\n" + run + "\n"
                     "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
                     "import linkcore, firmware.linkstate as ls\nls.linkcore = linkcore\nprint('NATIVE')\n" + run,
                     timeout=900)
     py, native = board.split("\nNATIVE\n")
 
     def lines(text):
-        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "TRIG ", "CORES "))]
+        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "TRIG ", "WIRE ", "QUEUED ", "CORES "))]
     py, native = lines(py), lines(native)
     assert "CORES 0 of 100" in py and "CORES 100 of 100" in native
     frames = [x[6:8] for x in py if x.startswith("FRAME ")]
     assert frames.count("03") >= 200 and frames.count("06") >= 190
     assert len([x for x in py if x.startswith("TRIG ")]) == 326
-    assert [x for x in native if not x.startswith("CORES")] == [x for x in py if not x.startswith("CORES")]
+    wire = ("WIRE ", "QUEUED ")   # four chain nodes on memory wires (tests/mp_wire_chain.py)
+    assert_wire_chain([x for x in native if x.startswith(wire)], [x for x in py if x.startswith(wire)])
+    assert [x for x in native if not x.startswith(("CORES", "QUEUED"))] == [
+        x for x in py if not x.startswith(("CORES", "QUEUED"))]
 
 
 def test_frozen_armv6m_native_code_is_word_aligned(firmware):

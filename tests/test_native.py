@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from host import mcu
-from tests.conftest import PURE_PYTHON_ENV, REPO, missing, run_micropython
+from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, missing, run_micropython
 
 _LACK = mcu.native_missing("x64") + [r for r in [missing("micropython")] if r]
 pytestmark = pytest.mark.skipif(bool(_LACK), reason="linkcore for x64 needs: " + "; ".join(_LACK))
@@ -46,6 +46,12 @@ def test_agent_cycle_with_linkcore_is_bytewise_cpython(linkcore_dir):
     want = _cpython("mp_agent_cycle.py")
     assert len([x for x in want if x.startswith("FRAME ")]) >= 3 * 4
     assert got[:-1] == want
+
+
+def test_hot_frames_queued_by_linkcore_are_bytewise_cpython_on_every_wire(linkcore_dir):
+    got = _with_linkcore(linkcore_dir, "mp_wire_chain.py")
+    want = _cpython("mp_wire_chain.py")
+    assert_wire_chain(got, want)
 
 
 def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):

@@ -138,13 +138,27 @@ static int32_t *ints(mp_obj_t obj) {
     return (int32_t *)b.buf;
 }
 
-// rx(frame, n, S, I, tx, state) -> what became of a hot frame, or 0. A frame is checked
+// the node's block (framing.BLK bytes: its transmit buffers, wire_out), or NULL for None
+static uint8_t *wire(mp_obj_t obj) {
+    if (obj == mp_const_none) {
+        return NULL;
+    }
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
+    if (b.len < BLK) {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: node block too short"));
+    }
+    return (uint8_t *)b.buf;
+}
+
+// rx(frame, n, S, I, tx, state, blk) -> what became of a hot frame, or 0. A frame is checked
 // as messages.Decoder checks it (rx_check) and taken if it is
 //   SYNC (broadcast or to the link): its tick into I_RX;
 //   JOINT_STATE to the link, all finite: its tick, flags into I_RX, q, qd, p_psh, x_r into S_JOINT;
 //   KINEMATIC to the link of this tick, all finite: K_{i-1} into S_IN;
 //   GOAL (broadcast) of this tick, all finite: p_app and f into S_GOAL;
-// and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is 114 bytes).
+// and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is 114 bytes; blk
+// the node's block, its frames queued there, or None).
 // Their floats go straight from the frame into S: no Python float is made. Anything
 // else returns 0, and the agent decodes it in Python (which also counts a bad frame).
 static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
@@ -163,9 +177,9 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     if (!rx_take(t, (const uint8_t *)b.buf + HEADER, S, I + I_RX)) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
-    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), mp_obj_get_int(args[5])));
+    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), wire(args[6]), mp_obj_get_int(args[5])));
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 6, rx);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 7, rx);
 
 // a_i(S, I, theta, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
 static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {

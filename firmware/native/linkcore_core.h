@@ -55,17 +55,29 @@ static real sin_r(real x);
 #define I_EVERY 11    // STATUS every this many ticks, at tick % I_EVERY == I_EVERY_AT
 #define I_EVERY_AT 12
 #define I_TIMING_AT 13   // TIMING at tick % TIMING_SLOTS == I_TIMING_AT
-#define INTS 14
+#define I_COPIES 14   // K_i goes out this many times (time redundancy)
+#define INTS 15
 #define TIMING_SLOTS 12   // firmware/services.py
 #define FLAG_REV 1       // a revolute joint
 #define FLAG_GRAVITY 2   // the gravity couplet is asserted with K_i (its frame at tx + 64)
 #define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent._on_sync says when)
+#define FLAG_TORQUE_BUS 8   // the TORQUE report goes on the bus (not through hal.report)
 #define STATE_RUN 1      // bus_protocol/states.py RUN
 // rx's answers beyond a frame type: what linkcore did with the frame at once
+#define K_QUEUED 0x12    // K_i composed from this K_{i-1}, its frames queued on the wire
 #define K_SENT 0x13      // K_i composed from this K_{i-1}: its frames in tx
 #define GOAL_ACTED 0x14  // the cycle closed: u in S_U, the TORQUE frame in tx, and
 #define DUE_STATUS 1     // GOAL_ACTED | these: STATUS, TIMING go out after it this tick
 #define DUE_TIMING 2
+#define DUE_QUEUED 8     // GOAL_ACTED | this: the TORQUE frame is queued on the wire
+
+// ---- the node's transmit buffers (bus_protocol/framing.py's block; firmware/node.py) ----
+#define BLK_QUEUED 4     // blk[4], blk[5]: the bytes queued for the up port, the down port
+#define BLK_TX 20        // the up port's transmit buffer, then the down port's
+#define TX 162           // the bytes a transmit buffer holds
+#define BLK_TAB 344      // the routing table: bits 4-5 of [dst], the ports the agent's frames to dst take
+#define BLK_BATCH 607    // set while the node hands the agent its frames (it writes them out after)
+#define BLK 1128
 
 // ---- frames (bus_protocol/messages.py, SPEC.md) ----
 #define T_SYNC 1
@@ -150,6 +162,60 @@ static int seal(uint8_t *buf, int type, int src, int dst, int seq, uint8_t *end)
     end[0] = c;
     end[1] = c >> 8;
     return HEADER + len + 2;
+}
+
+// ---- the agent's frames onto the wire (firmware/node.py ChainNode.send) ----
+
+// COBS of f[:n] (n < 254) and its delimiter at out (framing.cobs_encode_at); -> the bytes written
+static int cobs(const uint8_t *f, int n, uint8_t *out) {
+    int code_at = 0, o = 1;
+    for (int i = 0; i < n; i++) {
+        if (f[i]) {
+            out[o++] = f[i];
+        } else {
+            out[code_at] = o - code_at;
+            code_at = o++;
+        }
+    }
+    out[code_at] = o - code_at;
+    out[o] = 0;
+    return o + 1;
+}
+
+// The frames f[j] (n[j] bytes, times[j] times each, in order) straight onto the node's
+// transmit buffers, as ChainNode.send queues them, COBS-encoded, to the ports its routing
+// table names for their destination; the node writes them out after its poll round (make
+// mcu-bench: ~1.9k instructions a frame through the Python send on a Cortex-M4F). False,
+// and nothing queued, outside a poll round (blk[BLK_BATCH] clear) or where a buffer has
+// no room for them all: then the Python sends them (and writes buffers out as it goes).
+static bool wire_out(uint8_t *blk, const uint8_t *const *f, const int *n, const int *times, int k) {
+    if (blk == NULL || !blk[BLK_BATCH]) {
+        return false;
+    }
+    int need[2] = {0, 0};
+    for (int j = 0; j < k; j++) {
+        int ports = blk[BLK_TAB + f[j][2]] >> 4;
+        for (int side = 0; side < 2; side++) {
+            if (ports >> side & 1) {
+                need[side] += times[j] * (n[j] + 2);
+            }
+        }
+    }
+    if (blk[BLK_QUEUED] + need[0] > TX || blk[BLK_QUEUED + 1] + need[1] > TX) {
+        return false;
+    }
+    for (int j = 0; j < k; j++) {
+        int ports = blk[BLK_TAB + f[j][2]] >> 4;
+        for (int t = 0; t < times[j]; t++) {
+            for (int side = 1; side >= 0; side--) {   // down first, as ChainNode.send
+                if (ports >> side & 1) {
+                    uint8_t *q = blk + BLK_QUEUED + side;
+                    *q += cobs(f[j], n[j], blk + BLK_TX + side * TX + *q);
+                }
+            }
+        }
+    }
+    return true;
 }
 
 // ---- the kinematic bus (kinematic_bus.py, docs/design.md §2, 5.172-5.176) ----
@@ -453,16 +519,22 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 
 // What the agent does at once with a frame rx_take took as type t (agent.receive: one
 // native call for a hot frame, make mcu-bench):
-//   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT;
+//   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT,
+//     or K_QUEUED where they went onto the node's transmit buffers `blk` (the gravity
+//     couplet's ASSERT, then K_i I_COPIES times: agent._kinematic_out's order);
 //   GOAL, a plain cycle (FLAG_PLAIN, `state` RUN) whose K_i is out and torque is not:
 //     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick),
-//     | DUE_STATUS, DUE_TIMING where STATUS and TIMING go out after it;
+//     | DUE_STATUS, DUE_TIMING where STATUS and TIMING go out after it,
+//     | DUE_QUEUED where the TORQUE frame went onto `blk` (FLAG_TORQUE_BUS);
 //   otherwise t (the agent's Python does the rest).
-static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, int state) {
+static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int state) {
     int32_t tick = I[I_TICK];
     if (t == T_KINEMATIC && I[I_KIN] != tick) {
         kinematic_i(S, I, tx);
-        return K_SENT;
+        const uint8_t *f[2] = {tx + 64, tx};
+        int n[2] = {50, 64};
+        int times[2] = {(I[I_FLAGS] & FLAG_GRAVITY) != 0, I[I_COPIES]};
+        return wire_out(blk, f, n, times, 2) ? K_QUEUED : K_SENT;
     }
     if (t == T_GOAL && state == STATE_RUN && (I[I_FLAGS] & FLAG_PLAIN) && I[I_KIN] == tick
             && I[I_ACTED] != tick && I[I_NA] >= 0 && I[I_NA] <= MAX_ASSERT) {
@@ -471,6 +543,11 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, int state) {
         }
         I[I_GOAL] = tick;   // (I_ACTED and I_SEQ: the agent's _close, as on its Python path)
         int due = tick % TIMING_SLOTS == I[I_TIMING_AT] ? DUE_TIMING : 0;
+        const uint8_t *f[1] = {tx};
+        int n[1] = {41}, times[1] = {1};
+        if ((I[I_FLAGS] & FLAG_TORQUE_BUS) && wire_out(blk, f, n, times, 1)) {
+            due |= DUE_QUEUED;
+        }
         if (I[I_EVERY] > 0 && tick % I[I_EVERY] == I[I_EVERY_AT]) {
             due |= DUE_STATUS;
         }

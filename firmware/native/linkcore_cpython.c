@@ -98,9 +98,9 @@ static void release3(Py_buffer *a, Py_buffer *b, Py_buffer *c) {
     PyBuffer_Release(c);
 }
 
-// rx(frame, n, S, I, tx, state) -> what became of a hot frame, or 0 (linkcore.c's rx)
+// rx(frame, n, S, I, tx, state, blk) -> what became of a hot frame, or 0 (linkcore.c's rx)
 static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 6, "rx")) {
+    if (!args_ok(nargs, 7, "rx")) {
         return NULL;
     }
     Py_buffer fb, sb, ib, tb;
@@ -128,8 +128,18 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             release2(&fb, &ib);
             return NULL;
         }
-        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, state) : 0;
+        Py_buffer wb;   // the node's block (wire_out), or None
+        uint8_t *blk = args[6] == Py_None ? NULL : buffer(args[6], &wb, BLK, "node block");
+        if (blk == NULL && args[6] != Py_None) {
+            release3(&sb, &tb, &fb);
+            PyBuffer_Release(&ib);
+            return NULL;
+        }
+        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, blk, state) : 0;
         release2(&sb, &tb);
+        if (blk != NULL) {
+            PyBuffer_Release(&wb);
+        }
     }
     release2(&fb, &ib);
     return PyLong_FromLong(t);

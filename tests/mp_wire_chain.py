@@ -1,0 +1,104 @@
+# Four link agents behind their ChainNodes, joined by memory wires (firmware/group.py), as
+# a plain chain and as a UART ring; runnable under MicroPython and CPython alike (the
+# repository root on sys.path). Per tick the host sends every joint state, SYNC, K_0, an
+# assertion and GOAL, and the script prints, in hex, every byte that comes back to it (up
+# from link 1, and on a ring the return wire from the tip). The links carry gravity
+# assertions (one not), one sends K_i twice, and from tick 8 the tip is out (link 3 sends
+# K_3 to the host too). With linkcore the hot frames (K_i, the gravity ASSERT, TORQUE) are
+# queued on the node's transmit buffers in C: tests/test_native.py, test_linkcore_cpython.py
+# and test_mcu.py compare the bytes with the pure Python's. Prints QUEUED and how many
+# K_i and TORQUE frames went that way last (0 without linkcore).
+from bus_protocol import framing
+from bus_protocol import messages as m
+from firmware import linkstate
+from firmware.agent import LinkAgent
+from firmware.hal.mem import mem_wire, settle
+from firmware.hal.sim import SimHAL
+from firmware.node import ChainNode
+
+N = 4
+DH = [("revolute", 0.1, 0.2, 0.5, 1.5707963), ("prismatic", 0.0, 0.1, 0.0, 0.0),
+      ("revolute", 0.2, 0.05, 0.3, 0.7), ("revolute", -0.3, 0.0, 0.4, 0.0)]
+
+
+class Counted:
+    """A linkcore whose rx answers are counted: K_QUEUED, and GOAL_ACTED | DUE_QUEUED."""
+
+    def __init__(self, core):
+        self.core = core
+        self.k = self.torque = 0
+
+    def rx(self, frame, n, S, I, tx, state, blk):
+        t = self.core.rx(frame, n, S, I, tx, state, blk)
+        if t == linkstate.K_QUEUED:
+            self.k += 1
+        elif t >= linkstate.GOAL_ACTED and (t - linkstate.GOAL_ACTED) & linkstate.DUE_QUEUED:
+            self.torque += 1
+        return t
+
+
+def _no_time():
+    return 0
+
+
+def chain(ring):
+    host, up = mem_wire()   # the host's wire into link 1
+    back = None             # a ring's return wire from the tip
+    nodes = []
+    for i in range(N):
+        t, th, d, a, al = DH[i]
+        beh = {"proxy": {"weight": 1.0}, "assertions": {"weight": 0.5}}
+        if i != 1:
+            beh["gravity"] = {"g": [0.0, 0.0, -9.81]}
+        cfg = {"link": i + 1, "n_links": N, "dh": {"type": t, "theta": th, "d": d, "a": a, "alpha": al},
+               "mass": 2.0 + i, "centroid": [-0.1, 0.0, 0.02], "u_sat": 100.0, "behaviours": beh}
+        if i == 2:
+            cfg["kinematic_copies"] = 2
+        hal = SimHAL()
+        hal.ticks_us = _no_time   # STATUS and TIMING report times: the same everywhere
+        agent = LinkAgent(cfg, hal)
+        if agent.core is not None:
+            agent._lc = (Counted(agent.core),) + agent._lc[1:]
+        if i < N - 1:
+            nxt, down = mem_wire()
+        elif ring:
+            back, down = mem_wire()
+        else:
+            nxt, down = None, None
+        nodes.append(ChainNode(agent, up, down, bufsize=2048, ring=ring))
+        up = nxt
+    seq = 0
+    for tick in range(5, 13):
+        frames = [m.encode(m.JOINT_STATE, m.HOST, i + 1, i, (tick, 0.1 * i + 0.01 * tick, 0.2 - 0.03 * i, 0,
+                                                              0.0, 0.0, 0.0, 0.0, 0.0, 0.0)) for i in range(N)]
+        frames.append(m.encode(m.SYNC, m.HOST, m.BROADCAST, seq, (tick,)))
+        frames.append(m.encode(m.KINEMATIC, m.HOST, 1, seq, (tick, 1.0) + (0.0,) * 12))
+        if tick == 8:
+            frames.append(m.encode(m.COMMAND, m.HOST, m.BROADCAST, seq, (m.CMD_NODE_OUT, float(N))))
+        frames.append(m.encode(m.ASSERT, m.HOST, m.BROADCAST, seq,
+                               (tick, 2, 1, 0.3, 0.1 * tick, 0.2, 1.0, -2.0, 0.5, 0.0, 0.0, 0.0)))
+        frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, seq,
+                               (tick, 0, 0.5, 0.2, 0.1, 3.0, -1.0, 2.0, 0.0, 0.0, 0.0)))
+        seq += 1
+        for f in frames:
+            host.write(framing.uart_frame(f))
+            settle(nodes)
+        for name, wire in (("up", host), ("back", back)):
+            if wire is not None and wire.rx:
+                print("WIRE %s %d %s" % (name, tick, "".join("%02x" % b for b in wire.rx)))
+                wire.rx = b""
+    cores = [nd.agent._lc[0] for nd in nodes if nd.agent._lc is not None]
+    return sum(c.k for c in cores), sum(c.torque for c in cores)
+
+
+def run():
+    k = t = 0
+    for ring in (False, True):
+        dk, dt = chain(ring)
+        k += dk
+        t += dt
+    print("QUEUED %d %d" % (k, t))
+
+
+if __name__ == "__main__":
+    run()
