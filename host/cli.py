@@ -166,7 +166,7 @@ def cmd_flash(a):
         sys.stderr.write("linkteam flash: give --port and --link, or --chain MAP\n")
         return 2
     for link, port in sorted(targets.items()):
-        flash.flash(port, link, sc, board=a.board, bus=bus)
+        flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
     return 0
 
 
@@ -321,6 +321,8 @@ def main(argv=None):
     f.add_argument("--scenario", required=True, help="scenario whose link config to write")
     f.add_argument("--board", help="board name in firmware/boards (default from the board's platform)")
     f.add_argument("--bus-json", help='bus settings for config.json, e.g. \'{"base_port": 47000}\'')
+    f.add_argument("--lines", action="store_true", help="keep line numbers in the .mpy files: tracebacks "
+                   "name the line (about 1.3 KB more RAM on a Cortex-M4F; host/flash.py MPY_OPT)")
     f.set_defaults(fn=cmd_flash)
     b = sub.add_parser("boards", help="list attached boards: port, platform, arch, link, board, firmware version")
     b.add_argument("--ports", help="comma-separated ports to ask (default: USB serial ports)")

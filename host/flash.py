@@ -23,6 +23,18 @@ ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp"
 OPTIONAL = ("bus_protocol/thumb.py", "bus_protocol/cobs_native.py", "bus_protocol/crc_native.py")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
+# mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures
+# as .mpy): -O3 leaves out the line-number tables (MicroPython py/emitbc.c), which a module
+# imported from a filesystem holds in RAM: M4F RAM after init as .mpy 47,200 -> 45,936 bytes
+# (make mcu-bench). A traceback then names file and function, every line as 1: `lines=True`
+# (`linkteam flash --lines`) keeps them for debugging on the bench. -O1 and up also drop
+# `assert`s and make __debug__ False: firmware/ and bus_protocol/ use neither.
+MPY_OPT = "-O3"
+
+
+def mpy_cross_opt(lines=False):
+    """mpy-cross's options for the deployed firmware; `lines`: keep line numbers."""
+    return [] if lines else [MPY_OPT]
 
 
 class FlashError(RuntimeError):
@@ -74,8 +86,9 @@ def board_info(port):
     raise FlashError("no answer from the board on %s:\n%s" % (port, out[-500:]))
 
 
-def build(arch, out_dir):
-    """mpy-cross every module of firmware/ and bus_protocol/ into out_dir; -> {relpath: bytes}."""
+def build(arch, out_dir, lines=False):
+    """mpy-cross every module of firmware/ and bus_protocol/ into out_dir (`lines`: with
+    line numbers, see MPY_OPT); -> {relpath: bytes}."""
     files = {}
     out_dir = Path(out_dir)
     for pkg in PACKAGES:
@@ -83,7 +96,7 @@ def build(arch, out_dir):
             rel = src.relative_to(ROOT)
             dst = out_dir / rel.with_suffix(".mpy")
             dst.parent.mkdir(parents=True, exist_ok=True)
-            cmd = [tool("mpy-cross"), "-o", str(dst)]
+            cmd = [tool("mpy-cross"), "-o", str(dst)] + mpy_cross_opt(lines)
             if arch:
                 cmd.append("-march=" + arch)
             cmd.append(str(src))
@@ -106,7 +119,7 @@ def link_config(sc, link, board, bus=None, extra=None):
     return cfg
 
 
-def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print):
+def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print, lines=False):
     info = board_info(port)
     board = board or DEFAULT_BOARD.get(info["platform"])
     if not board:
@@ -115,7 +128,7 @@ def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=pri
                                                      info["arch"], link, board))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = build(info["arch"], tmp / "build")
+        files = build(info["arch"], tmp / "build", lines)
         cfg = link_config(sc, link, board, bus)
         (tmp / "build" / "config.json").write_text(json.dumps(cfg))
         (tmp / "build" / "main.py").write_text(BOOT_MAIN)

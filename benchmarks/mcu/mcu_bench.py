@@ -52,8 +52,8 @@ def parse(text):
     return r
 
 
-def measure(name):
-    elf = mcu.build(name)
+def measure(name, lines=False):
+    elf = mcu.build(name, keep_lines=lines)
     native = "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
     frozen = parse(mcu.run(name, elf, native + "mp_node_cycle.main()"))
     mpy = parse(mcu.run(name, elf, native + "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
@@ -126,6 +126,8 @@ def table(res):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=sorted(mcu.BUILDS), action="append")
+    ap.add_argument("--lines", action="store_true", help="the .mpy files with line numbers "
+                    "(`linkteam flash --lines`; without: as deployed, host/flash.py MPY_OPT)")
     ap.add_argument("--install", action="store_true",
                     help="apt-get the missing Debian packages first (as root)")
     a = ap.parse_args(argv)
@@ -134,7 +136,7 @@ def main(argv=None):
         sys.exit("mcu-bench: missing " + "; ".join(lack))
     res = {}
     for name in a.only or list(mcu.BUILDS):
-        res[name] = measure(name)
+        res[name] = measure(name, a.lines)
     results = {}
     if os.path.exists(RESULTS):
         with open(RESULTS) as f:
