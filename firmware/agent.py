@@ -24,8 +24,6 @@ neighbours = None       # the neighbour check and bridge: _neighbour_support
 identification = None   # a link that carries or identifies a load: _load_support
 qrot = None             # RMOA and the weight couplet in Python (firmware/vec.py)
 
-REVOLUTE = const(0)     # kinematic_bus.REVOLUTE, PRISMATIC
-PRISMATIC = const(1)
 
 
 def _python_cycle():
@@ -47,17 +45,6 @@ def _neighbour_support():
         neighbours = mod
 
 
-def _joint_type(name):
-    """kinematic_bus.joint_type without importing kinematic_bus (its error for a name
-    that is neither)."""
-    if name == "revolute":
-        return REVOLUTE
-    if name == "prismatic":
-        return PRISMATIC
-    _python_cycle()
-    return kinematic_bus.joint_type(name)
-
-
 def _load_support():
     """firmware/identification.py, imported on first need (as a .mpy file it holds
     ~5 KB of RAM, a fifth of a board's budget: make mcu-bench)."""
@@ -66,6 +53,19 @@ def _load_support():
         from firmware import identification as mod
         identification = mod
     return identification
+
+
+def _once(name):
+    """firmware.<name> for one call, then forgotten: its code is garbage once the call
+    returns (the names it interned stay). For what runs only at start and between runs:
+    a link's configuration (make mcu-bench: M4F RAM after init as .mpy 45,936 -> 44,864
+    bytes, configure's ~1.1 KB of bytecode no longer held)."""
+    import sys
+    pkg = __import__("firmware." + name)
+    mod = getattr(pkg, name)
+    del sys.modules["firmware." + name]
+    delattr(pkg, name)
+    return mod
 
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
 # lengths of the frames linkcore writes: m.OVERHEAD + m.payload_size(type) (header, payload,
@@ -94,12 +94,9 @@ I_RX = const(9)
 I_EVERY = const(11)
 I_EVERY_AT = const(12)
 I_TIMING_AT = const(13)
-I_COPIES = const(14)
 INTS = const(15)
-FLAG_REV = const(1)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
-FLAG_TORQUE_BUS = const(8)
 K_QUEUED = const(0x12)
 K_SENT = const(0x13)
 GOAL_ACTED = const(0x14)
@@ -321,95 +318,8 @@ class LinkAgent:
 
     def configure(self, cfg):
         """Take a link's config (at start, or a CONFIG blob applied while not running);
-        ValueError, KeyError or TypeError if it is not usable."""
-        self.link = self.I[I_LINK] = cfg["link"]
-        self.n_links = cfg["n_links"]
-        self.status_every = int(cfg.get("status_every", 12))
-        if self.status_every < 1:
-            raise ValueError("config: status_every %d is not a number of ticks" % self.status_every)
-        # the ticks it sends STATUS at: tick % I_EVERY == I_EVERY_AT
-        self.I[I_EVERY] = self.status_every
-        self.I[I_EVERY_AT] = self.link % self.status_every
-        dh = cfg["dh"]
-        self.jtype = _joint_type(dh.get("type", "revolute"))
-        self.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
-                   float(dh.get("a", 0.0)), float(dh.get("alpha", 0.0)))
-        self.q_low = float(cfg.get("q_low", -1e9))
-        self.q_high = float(cfg.get("q_high", 1e9))
-        self.u_sat = float(cfg.get("u_sat", 1e9))
-        self.mass = float(cfg.get("mass", 0.0))
-        self.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
-        beh = cfg.get("behaviours", {})
-        self.k_proxy, self.k_assert, self.k_local, self.k_jl = behaviours.weights(beh)
-        rmoa = beh.get("rmoa")
-        self.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
-                                               float(rmoa.get("clearance", 0.75)),
-                                               float(rmoa.get("f_max", 1e9)))
-        grav = beh.get("gravity")
-        g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
-        self.g = g
-        # own weight couplet force m*g (docs/design.md §5, gravity compensation by assertion);
-        # asserting -m*g means "apply the force that holds the weight up".
-        self.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
-            -self.mass * g[0], -self.mass * g[1], -self.mass * g[2], 0.0, 0.0, 0.0)
-        cen = beh.get("centering")
-        self.local_pd = (0.0, 0.0, 0.0) if cen is None else (
-            float(cen.get("q_c", 0.5 * (self.q_low + self.q_high))),
-            float(cen.get("kq", 100.0)), float(cen.get("kw", 20.0)))
-        ret = beh.get("retraction")
-        if ret is not None:   # the same local PD with alternating setpoints (7.311)
-            self.local_pd = (behaviours.retraction_setpoint(self.link, float(ret.get("amplitude", 1.570))),
-                             float(ret.get("kq", 100.0)), float(ret.get("kw", 20.0)))
-        jl = beh.get("joint_limit")
-        self.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
-        br = beh.get("brake", {})
-        # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
-        self.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
-        self._safety_cfg = cfg.get("safety", {})
-        self._brake_at_start = cfg.get("brake_at_start")
-        for x in self.dh + (self.q_low, self.q_high, self.u_sat, self.mass) + self.brake_gains:
-            if not safety.finite(x):
-                raise ValueError("config: %r is not a finite number" % (x,))
-        # proximal neighbours' DH, nearest first (redundant kinematics: firmware/neighbours.py)
-        nb = cfg.get("neighbours") or {}
-        self.nb = [(_joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
-                   for x in nb.get("dh", ())]
-        self.nb_depth = len(self.nb)
-        if self.nb_depth:
-            _neighbour_support()
-        self.nb_period = float(nb.get("period", 0.0))        # control period (s)
-        self.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
-        self.nb_readmit = int(nb.get("readmit_cycles", 3))
-        # link N-1: its K also goes to the host, the tip's distal neighbour for the check
-        # (host/goal_process.py check_tip); and while the tip is out, to bridge it
-        self.k_to_host = bool(nb.get("to_host", False))
-        self.copies = self.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
-        # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
-        self.inject = [tuple(x) for x in cfg.get("inject", ())]
-        self.cfg = cfg
-        # the native core where it is importable and covers this config (firmware/linkstate.py):
-        # then A_i, K_i, the torque and their frames live in the float array S
-        core = linkstate.linkcore
-        self.core = core if core is not None and linkstate.covers(cfg) else None
-        if self.core is None:
-            _python_cycle()
-            self.components = [0.0] * 6
-        else:
-            self.S = linkstate.state(self)
-            self.components = memoryview(self.S)[linkstate.S_C:linkstate.S_C + 6]
-        # receive's, in one attribute load (an attribute load is ~100 instructions on a
-        # Cortex-M4F, a tuple's item a few)
-        self._lc = None if self.core is None else (self.core, self.S, self.I, self._tx, self._wire)
-        # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
-        # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
-        self._goal = None
-        self._base = None
-        # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus
-        # (FLAG_PLAIN: on_sync)
-        self._flags = (FLAG_REV if self.jtype == REVOLUTE else 0) | (
-            FLAG_GRAVITY if self.core is not None and self.weight is not None else 0) | (
-            FLAG_TORQUE_BUS if self._report is None else 0)
-        self.I[I_FLAGS] = self._flags
+        ValueError, KeyError or TypeError if it is not usable (firmware/config_blob.py)."""
+        _once("config_blob").configure(self, cfg)
 
     def on_wire(self, blk):
         """A ChainNode's block (bus_protocol/framing.py): during its poll round linkcore
@@ -541,8 +451,7 @@ class LinkAgent:
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
             self.ident.est.on_ident(src, v)
         elif mtype == m.CONFIG:
-            from firmware import config_blob
-            config_blob.take(self, v)
+            _once("config_blob").take(self, v)
 
     def report_faults(self):
         """EMCY-like: the STATUS with the new fault bits, then the reason as a LOG line."""
@@ -668,28 +577,7 @@ class LinkAgent:
             else:
                 self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
             return True
-        kin = self._kin
-        tick = self.I[I_TICK]
-        for r in range(self.skip + 1, self.nb_depth + 1):
-            if self._nbq_ok[r - 1] < 0 and r - 1 >= self.skip:
-                return False   # never checked: nothing to predict it from
-            v = kin[r]
-            if v is not None and v[0] == tick:
-                quat = v[1:5]
-                p = v[5:8]
-                vel = v[8:11]
-                w = v[11:14]
-                for j in range(r - 1, -1, -1):
-                    jt, dh = self.nb[j]
-                    if j < self.skip:
-                        q, qd = self.q_locks[j], 0.0
-                    else:
-                        q, qd = neighbours.predict(self, j, tick), self._nbq[j][1]
-                    quat, p, vel, w = neighbours.compose_link(jt, dh, q, qd, quat, p, vel, w)
-                self.bridged += 1
-                self.compose(quat, p, vel, w)
-                return True
-        return False
+        return neighbours.bridge(self)   # (nb_depth > 0: imported by configure)
 
     def pending(self):
         """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
@@ -877,8 +765,7 @@ class LinkAgent:
             self.new_run()
             self.lockstep = arg == 1.0
         elif cmd == m.CMD_CONFIG_APPLY:
-            from firmware import config_blob
-            config_blob.apply(self)
+            _once("config_blob").apply(self)
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
             if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
                 self.tip_out = cmd == m.CMD_NODE_OUT

@@ -1,8 +1,12 @@
-# A link's configuration sent over the bus: CONFIG frames carry
-# chunks of a JSON blob of link fields, COMMAND CONFIG_APPLY merges them into the
-# link's config. Imported by the agent on the first CONFIG frame: a nominal cycle never
-# runs it (and as a .mpy file on a board's filesystem it would hold RAM: make mcu-bench).
-from firmware import safety
+# A link's configuration: taken from its dict (`configure`: LinkAgent.configure, at start
+# and when a blob is applied) and sent over the bus (CONFIG frames carry chunks of a JSON
+# blob of link fields, COMMAND CONFIG_APPLY merges them into the link's config). The agent
+# imports it for each of these calls and forgets it again (agent._once): a nominal cycle
+# never runs it, and as a .mpy file on a board's filesystem its code would hold RAM.
+from firmware import behaviours, linkstate, safety
+
+REVOLUTE = 0    # kinematic_bus.REVOLUTE, PRISMATIC
+PRISMATIC = 1
 
 CONFIG_MAX = 2048   # bytes of a CONFIG blob
 
@@ -32,11 +36,116 @@ def apply(agent):
         import json
         new = dict(old)
         new.update(json.loads(bytes(blob or b"")))
-        agent.configure(new)
+        configure(agent, new)
         agent.safety.configure(agent._safety_cfg)
     except Exception as e:
-        agent.configure(old)
+        configure(agent, old)
         agent._safety_cfg = old.get("safety", {})
         agent.safety.trip(safety.F_CONFIG, "%s %s" % (type(e).__name__, e))
         return
     agent.log("config applied")
+
+
+def _joint_type(name):
+    """kinematic_bus.joint_type without importing kinematic_bus (its error for a name
+    that is neither)."""
+    if name == "revolute":
+        return REVOLUTE
+    if name == "prismatic":
+        return PRISMATIC
+    from firmware import kinematic_bus
+    return kinematic_bus.joint_type(name)
+
+
+def configure(agent, cfg):
+    """LinkAgent.configure: the link's fields from its config dict; ValueError, KeyError
+    or TypeError if it is not usable."""
+    from firmware import agent as lazy   # its imports on first need
+    agent.link = agent.I[linkstate.I_LINK] = cfg["link"]
+    agent.n_links = cfg["n_links"]
+    agent.status_every = int(cfg.get("status_every", 12))
+    if agent.status_every < 1:
+        raise ValueError("config: status_every %d is not a number of ticks" % agent.status_every)
+    # the ticks it sends STATUS at: tick % I_EVERY == I_EVERY_AT
+    agent.I[linkstate.I_EVERY] = agent.status_every
+    agent.I[linkstate.I_EVERY_AT] = agent.link % agent.status_every
+    dh = cfg["dh"]
+    agent.jtype = _joint_type(dh.get("type", "revolute"))
+    agent.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
+                float(dh.get("a", 0.0)), float(dh.get("alpha", 0.0)))
+    agent.q_low = float(cfg.get("q_low", -1e9))
+    agent.q_high = float(cfg.get("q_high", 1e9))
+    agent.u_sat = float(cfg.get("u_sat", 1e9))
+    agent.mass = float(cfg.get("mass", 0.0))
+    agent.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
+    beh = cfg.get("behaviours", {})
+    agent.k_proxy, agent.k_assert, agent.k_local, agent.k_jl = behaviours.weights(beh)
+    rmoa = beh.get("rmoa")
+    agent.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
+                                            float(rmoa.get("clearance", 0.75)),
+                                            float(rmoa.get("f_max", 1e9)))
+    grav = beh.get("gravity")
+    g = (0.0, 0.0, 0.0) if grav is None else tuple(grav.get("g", (0.0, 0.0, 0.0)))
+    agent.g = g
+    # own weight couplet force m*g (docs/design.md §5, gravity compensation by assertion);
+    # asserting -m*g means "apply the force that holds the weight up".
+    agent.weight = None if grav is None or g == (0.0, 0.0, 0.0) else (
+        -agent.mass * g[0], -agent.mass * g[1], -agent.mass * g[2], 0.0, 0.0, 0.0)
+    cen = beh.get("centering")
+    agent.local_pd = (0.0, 0.0, 0.0) if cen is None else (
+        float(cen.get("q_c", 0.5 * (agent.q_low + agent.q_high))),
+        float(cen.get("kq", 100.0)), float(cen.get("kw", 20.0)))
+    ret = beh.get("retraction")
+    if ret is not None:   # the same local PD with alternating setpoints (7.311)
+        agent.local_pd = (behaviours.retraction_setpoint(agent.link, float(ret.get("amplitude", 1.570))),
+                          float(ret.get("kq", 100.0)), float(ret.get("kw", 20.0)))
+    jl = beh.get("joint_limit")
+    agent.jl = (0.0, 0.0) if jl is None else (float(jl.get("eta", 5.0)), float(jl.get("rho0", 0.2)))
+    br = beh.get("brake", {})
+    # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
+    agent.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
+    agent._safety_cfg = cfg.get("safety", {})
+    agent._brake_at_start = cfg.get("brake_at_start")
+    for x in agent.dh + (agent.q_low, agent.q_high, agent.u_sat, agent.mass) + agent.brake_gains:
+        if not safety.finite(x):
+            raise ValueError("config: %r is not a finite number" % (x,))
+    # proximal neighbours' DH, nearest first (redundant kinematics: firmware/neighbours.py)
+    nb = cfg.get("neighbours") or {}
+    agent.nb = [(_joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
+                for x in nb.get("dh", ())]
+    agent.nb_depth = len(agent.nb)
+    if agent.nb_depth:
+        lazy._neighbour_support()
+    agent.nb_period = float(nb.get("period", 0.0))        # control period (s)
+    agent.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
+    agent.nb_readmit = int(nb.get("readmit_cycles", 3))
+    # link N-1: its K also goes to the host, the tip's distal neighbour for the check
+    # (host/goal_process.py check_tip); and while the tip is out, to bridge it
+    agent.k_to_host = bool(nb.get("to_host", False))
+    agent.copies = agent.I[linkstate.I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
+    # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
+    agent.inject = [tuple(x) for x in cfg.get("inject", ())]
+    agent.cfg = cfg
+    # the native core where it is importable and covers this config (firmware/linkstate.py):
+    # then A_i, K_i, the torque and their frames live in the float array S
+    core = linkstate.linkcore
+    agent.core = core if core is not None and linkstate.covers(cfg) else None
+    if agent.core is None:
+        lazy._python_cycle()
+        agent.components = [0.0] * 6
+    else:
+        agent.S = linkstate.state(agent)
+        agent.components = memoryview(agent.S)[linkstate.S_C:linkstate.S_C + 6]
+    # receive's, in one attribute load (an attribute load is ~100 instructions on a
+    # Cortex-M4F, a tuple's item a few)
+    agent._lc = None if agent.core is None else (agent.core, agent.S, agent.I, agent._tx, agent._wire)
+    # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
+    # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
+    agent._goal = None
+    agent._base = None
+    # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus
+    # (FLAG_PLAIN: on_sync)
+    agent._flags = (linkstate.FLAG_REV if agent.jtype == REVOLUTE else 0) | (
+        linkstate.FLAG_GRAVITY if agent.core is not None and agent.weight is not None else 0) | (
+        linkstate.FLAG_TORQUE_BUS if agent._report is None else 0)
+    agent.I[linkstate.I_FLAGS] = agent._flags

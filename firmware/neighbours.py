@@ -133,3 +133,31 @@ def node_out(agent, j, out):
         agent._readmit = 0
     if j == 0:
         agent.safety.trip(safety.F_NEIGHBOUR_SILENT, "link %d out" % (agent.link - 1))
+
+
+def bridge(agent):
+    """LinkAgent.bridge_now for link i > 1: compose K_i from the nearest proximal
+    neighbour's packet that came this tick, over the links between (bridged ones at their
+    lock angles, the others predicted); False where there is none to compose from."""
+    kin = agent._kin
+    tick = agent.I[I_TICK]
+    for r in range(agent.skip + 1, agent.nb_depth + 1):
+        if agent._nbq_ok[r - 1] < 0 and r - 1 >= agent.skip:
+            return False   # never checked: nothing to predict it from
+        v = kin[r]
+        if v is not None and v[0] == tick:
+            quat = v[1:5]
+            p = v[5:8]
+            vel = v[8:11]
+            w = v[11:14]
+            for j in range(r - 1, -1, -1):
+                jt, dh = agent.nb[j]
+                if j < agent.skip:
+                    q, qd = agent.q_locks[j], 0.0
+                else:
+                    q, qd = predict(agent, j, tick), agent._nbq[j][1]
+                quat, p, vel, w = compose_link(jt, dh, q, qd, quat, p, vel, w)
+            agent.bridged += 1
+            agent.compose(quat, p, vel, w)
+            return True
+    return False

@@ -46,9 +46,8 @@ def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
     assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
     assert (agent.S_U, agent.S_JOINT) == (linkstate.S_U, linkstate.S_JOINT)
     names = ("I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL", "I_LINK", "I_DOWN", "I_FLAGS",
-             "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "I_COPIES", "INTS", "FLAG_REV", "FLAG_GRAVITY",
-             "FLAG_PLAIN", "FLAG_TORQUE_BUS", "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING",
-             "DUE_QUEUED")
+             "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "INTS", "FLAG_GRAVITY", "FLAG_PLAIN",
+             "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING", "DUE_QUEUED")
     assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
     assert (agent.RUN, agent.TIMING_SLOTS) == (safety.RUN, services.TIMING_SLOTS)
 
