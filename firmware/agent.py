@@ -6,7 +6,8 @@ from array import array
 from bus_protocol import messages as m
 from firmware import behaviours, linkstate, safety, services
 from firmware.hal import ticks_diff
-from firmware.safety import BIG, BRAKED, LOW
+from firmware.safety import BIG, LOW
+from firmware.safety import on_sample as _on_sample
 from firmware.services import record as _record
 
 try:
@@ -67,6 +68,7 @@ def _once(name):
     delattr(pkg, name)
     return mod
 
+
 MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
 # lengths of the frames linkcore writes: m.OVERHEAD + m.payload_size(type) (header, payload,
 # CRC: bus_protocol/SPEC.md); const, so MicroPython inlines them (no global load in the
@@ -103,7 +105,9 @@ GOAL_ACTED = const(0x14)
 DUE_STATUS = const(1)
 DUE_TIMING = const(2)
 DUE_QUEUED = const(8)
-RUN = const(1)          # safety.RUN
+RUN = const(1)          # safety.RUN, BRAKED, F_SENSOR (a name imported from another
+BRAKED = const(2)       # module is a dictionary lookup per use)
+F_SENSOR = const(0x40)
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
 TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
@@ -209,11 +213,11 @@ def _on_sync(self, tick):
             wait(tick)
     _sample(self)
     sf = self.safety
-    safety.on_sample(sf, tick, self.q, self.qd)
+    _on_sample(sf, tick, self.q, self.qd)
     # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
     # still carries the kinematic bus (its links beyond see it where it is held)
     q = self.q
-    sensor_bad = sf.faults & safety.F_SENSOR
+    sensor_bad = sf.faults & F_SENSOR
     if sensor_bad:   # its encoder is not to be trusted: the brake holds it at the last good angle
         if self.q_lock is None:
             self.q_lock = self._q_good
@@ -239,7 +243,7 @@ def _sample(self):
     hal = self.hal
     self._q_good = self.q
     if not hal.read():   # keep the last good reading
-        self.safety.trip(safety.F_SENSOR, "joint read failed")
+        self.safety.trip(F_SENSOR, "joint read failed")
         return
     q = hal.q
     qd = hal.qd
@@ -700,7 +704,7 @@ class LinkAgent:
             braked = state == BRAKED
             if braked != hal.braked:
                 hal.set_brake(braked)
-            if self.safety.faults & safety.F_SENSOR:
+            if self.safety.faults & F_SENSOR:
                 c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
             elif state == safety.DAMP:
                 c[C_BRAKE] = -self.brake_gains[1] * qd

@@ -49,7 +49,8 @@ def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
              "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "INTS", "FLAG_GRAVITY", "FLAG_PLAIN",
              "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING", "DUE_QUEUED")
     assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
-    assert (agent.RUN, agent.TIMING_SLOTS) == (safety.RUN, services.TIMING_SLOTS)
+    assert (agent.RUN, agent.BRAKED, agent.F_SENSOR, agent.TIMING_SLOTS) == (
+        safety.RUN, safety.BRAKED, safety.F_SENSOR, services.TIMING_SLOTS)
 
 
 def test_linkcore_core_constants_are_linkstates_and_framings():

@@ -1,6 +1,6 @@
 # Simulated back end: the plant lives on the host, which sends JOINT_STATE frames
 # (the sensors) and applies the torque carried by the agent's TORQUE frames (the motor).
-from firmware.hal import ticks_us
+from firmware.hal import micropython, ticks_us
 
 
 class SimHAL:
@@ -25,6 +25,7 @@ class SimHAL:
         self.p_psh = values[4:7]
         self.x_r = values[7:10]
 
+    @micropython.native   # (make mcu-bench: M4F sync 32.6k -> 31.8k instructions)
     def take_joint_state(self, S, at, ints, i):
         """on_joint_state for a JOINT_STATE that linkcore.rx took into the float array S:
         S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple (make
@@ -34,8 +35,8 @@ class SimHAL:
         self.state_tick = ints[i]
         self.q = S[at]
         self.qd = S[at + 1]
-        self.range_valid = bool(ints[i + 1] & 1)
-        if self.range_valid:
+        valid = self.range_valid = (ints[i + 1] & 1) != 0
+        if valid:
             self.p_psh = (S[at + 2], S[at + 3], S[at + 4])
             self.x_r = (S[at + 5], S[at + 6], S[at + 7])
 
