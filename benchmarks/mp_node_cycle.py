@@ -13,6 +13,8 @@
 #     goal_hop  GOAL in (and passed on), TORQUE out
 #     forward   one frame from down, not for this node, passed up
 #     cycle     sync + k_hop + goal_hop (the agent's own work in one control cycle)
+#     cycle_status, cycle_timing   a cycle that also sends STATUS, or TIMING (each every
+#               12th tick at the node's slot, after the torque; median of three)
 #     idle_poll a poll round with nothing arrived (how soon a board loop sees a frame)
 #   GC pause us           one gc.collect() with the heap as the cycles leave it
 #   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/budget.py
@@ -53,7 +55,7 @@ class Port:
         self._out.seek(0)
 
 
-def inputs():
+def inputs(ticks=range(TICKS)):
     """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up)."""
     from bus_protocol import framing
     from bus_protocol import messages as m
@@ -65,7 +67,7 @@ def inputs():
         b = io.BytesIO(data)
         return b, b.readinto
     pre = []
-    for k in range(TICKS):
+    for k in ticks:
         js = wire(m.JOINT_STATE, 0, 3, (k, 0.1, 0.2, 0, 0., 0., 0., 0., 0., 0.))
         sy = wire(m.SYNC, 0, 255, (k,))
         kk = wire(m.KINEMATIC, 2, 3, (k, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2))
@@ -176,6 +178,8 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     print("ALLOC node per control cycle: %d bytes" % node_alloc(node, agent, one))
     for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll"), ph):
         print("PHASE %s %.3f" % (name, _iqm(v) * us_per_tick))
+    for name, v in zip(("cycle_status", "cycle_timing"), periodic(agent, node, up, stamp, tdiff, zero)):
+        print("PHASE %s %.3f" % (name, v * us_per_tick))
     # the longest collection: the heap as far as the cycles fill it with their garbage
     k = 0
     while gc.mem_free() > 4096 + 2 * max(alloc) and k < 2000:
@@ -191,6 +195,30 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     print("HOP goal_us %d" % round(_med(ph[2]) * us_per_tick))
     print("HOP fwd_us %d" % round(_med(ph[3]) * us_per_tick))
     print("torque", agent.u, "bad", agent.decoder.bad)
+
+
+def periodic(agent, node, up, stamp, tdiff, zero):
+    """-> (cycle with STATUS, cycle with TIMING), medians of three each: 36 consecutive
+    ticks after the agent's (the benchmark's four ticks repeat: TIMING never comes)."""
+    from firmware.linkstate import I_EVERY, I_EVERY_AT, I_TICK
+    t0 = agent.I[I_TICK] + 1
+    status, timing = [], []
+    for k in range(36):
+        pre = inputs(range(t0 + k, t0 + k + 1))[0]   # one tick's at a time: a board's heap
+        gc.collect()
+        dt = 0
+        for src in pre[:3]:
+            up.feed(src)
+            a = stamp()
+            node.poll()
+            b = stamp()
+            dt += tdiff(b, a) - zero
+        tick = t0 + k
+        if tick % agent.I[I_EVERY] == agent.I[I_EVERY_AT]:
+            status.append(dt)
+        if tick % 12 == agent.finish.slot and tick >= 11:   # services.TIMING_SLOTS
+            timing.append(dt)
+    return _med(status), _med(timing)
 
 
 def node_alloc(node, agent, one, cycles=12):
