@@ -194,6 +194,9 @@ static bool wire_out(uint8_t *blk, const uint8_t *const *f, const int *n, const 
     }
     int need[2] = {0, 0};
     for (int j = 0; j < k; j++) {
+        if (times[j] < 0 || times[j] > TX) {   // (kinematic_copies as configured: never fits)
+            return false;
+        }
         int ports = blk[BLK_TAB + f[j][2]] >> 4;
         for (int side = 0; side < 2; side++) {
             if (ports >> side & 1) {
