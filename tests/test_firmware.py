@@ -69,8 +69,9 @@ def test_linkcore_core_constants_are_linkstates_and_framings():
     assert len(names) >= 40 and all(x in c or x in ("S_JOINT", "S_Q", "SLOTS") for x in names), \
         [x for x in names if x not in c]
     assert {x: c[x] for x in names if x in c} == {x: getattr(linkstate, x) for x in names if x in c}
-    assert (c["BLK_TX"], c["TX"], c["BLK_TAB"], c["BLK_BATCH"], c["BLK"]) == (
-        framing.BLK_TX, framing.TX, framing.BLK_TAB, framing.BLK_NMINE + 5, framing.BLK)
+    assert (c["BLK_TX"], c["TX"], c["BLK_TAB"], c["BLK_BATCH"], c["BLK"], c["ROOM"]) == (
+        framing.BLK_TX, framing.TX, framing.BLK_TAB, framing.BLK_NMINE + 5, framing.BLK,
+        framing.TX - framing.MAX_WIRE - 1)
 
 
 def test_node_block_constants_are_framings():

@@ -75,6 +75,7 @@ static real sin_r(real x);
 #define BLK_QUEUED 4     // blk[4], blk[5]: the bytes queued for the up port, the down port
 #define BLK_TX 20        // the up port's transmit buffer, then the down port's
 #define TX 162           // the bytes a transmit buffer holds
+#define ROOM 81          // queued beyond this, ChainNode.send writes the buffer out first
 #define BLK_TAB 344      // the routing table: bits 4-5 of [dst], the ports the agent's frames to dst take
 #define BLK_BATCH 607    // set while the node hands the agent its frames (it writes them out after)
 #define BLK 1128
@@ -186,26 +187,29 @@ static int cobs(const uint8_t *f, int n, uint8_t *out) {
 // transmit buffers, as ChainNode.send queues them, COBS-encoded, to the ports its routing
 // table names for their destination; the node writes them out after its poll round (make
 // mcu-bench: ~1.9k instructions a frame through the Python send on a Cortex-M4F). False,
-// and nothing queued, outside a poll round (blk[BLK_BATCH] clear) or where a buffer has
-// no room for them all: then the Python sends them (and writes buffers out as it goes).
+// and nothing queued, outside a poll round (blk[BLK_BATCH] clear) or where ChainNode.send
+// would write a buffer out before one of them (more than ROOM bytes queued: it finds a
+// ring's dead wire there, and routes round it from then on): the Python sends them.
 static bool wire_out(uint8_t *blk, const uint8_t *const *f, const int *n, const int *times, int k) {
     if (blk == NULL || !blk[BLK_BATCH]) {
         return false;
     }
-    int need[2] = {0, 0};
+    int queued[2] = {blk[BLK_QUEUED], blk[BLK_QUEUED + 1]};
     for (int j = 0; j < k; j++) {
         if (times[j] < 0 || times[j] > TX) {   // (kinematic_copies as configured: never fits)
             return false;
         }
         int ports = blk[BLK_TAB + f[j][2]] >> 4;
-        for (int side = 0; side < 2; side++) {
-            if (ports >> side & 1) {
-                need[side] += times[j] * (n[j] + 2);
+        for (int t = 0; t < times[j]; t++) {
+            for (int side = 0; side < 2; side++) {
+                if (ports >> side & 1) {
+                    if (queued[side] > ROOM) {
+                        return false;
+                    }
+                    queued[side] += n[j] + 2;   // COBS of n < 254 bytes, and its delimiter
+                }
             }
         }
-    }
-    if (blk[BLK_QUEUED] + need[0] > TX || blk[BLK_QUEUED + 1] + need[1] > TX) {
-        return false;
     }
     for (int j = 0; j < k; j++) {
         int ports = blk[BLK_TAB + f[j][2]] >> 4;
