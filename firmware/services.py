@@ -64,10 +64,9 @@ def record(log, tick, cycle_us, t_finish):
     code a method call costs ~900 instructions on a Cortex-M4F, this one's ~300), where
     the TIMING frame that reports this tick holds it."""
     i = (tick - log._first) % TIMING_SLOTS
-    v = log._frame
     log._tick[i] = tick
-    v[1 + i] = cycle_us if 0 <= cycle_us < NOT_FINISHED else NOT_FINISHED
-    v[1 + TIMING_SLOTS + i] = t_finish & 0xFFFF
+    log._us[i] = cycle_us if 0 <= cycle_us < NOT_FINISHED else NOT_FINISHED
+    log._frame[1 + TIMING_SLOTS + i] = t_finish & 0xFFFF
 
 
 class FinishLog:
@@ -76,11 +75,13 @@ class FinishLog:
 
     def __init__(self, link):
         self.slot = (link + TIMING_SLOTS // 2) % TIMING_SLOTS   # away from the STATUS slot
-        # the TIMING values (first tick, cycle_us x 12, finish clock x 12), recorded in
-        # place: a TIMING frame's first tick is slot + 1 modulo 12, so each tick has its
-        # place in it (make mcu-bench, M4F: a cycle that sends TIMING 117.8k -> 105.6k)
+        # the TIMING values (first tick, cycle_us x 12, finish clock x 12), the clocks
+        # recorded in place: a TIMING frame's first tick is slot + 1 modulo 12, so each
+        # tick has its place in it, in _us and _tick too (make mcu-bench, M4F: a cycle
+        # that sends TIMING ~118k -> ~111k)
         self._frame = [0] + [NOT_FINISHED] * TIMING_SLOTS + [0] * TIMING_SLOTS
         self._first = self.slot + 1
+        self._us = [NOT_FINISHED] * TIMING_SLOTS
         self._tick = [-1] * TIMING_SLOTS   # the tick each place holds
 
     record = record
@@ -91,10 +92,9 @@ class FinishLog:
         if tick % TIMING_SLOTS != self.slot or tick < TIMING_SLOTS - 1:
             return False
         base = tick - TIMING_SLOTS + 1
-        v, held = self._frame, self._tick
+        v, us, held = self._frame, self._us, self._tick
         v[0] = base & 0xFFFFFFFF
         for i in range(TIMING_SLOTS):
-            if held[i] != base + i:
-                v[1 + i] = NOT_FINISHED
+            v[1 + i] = us[i] if held[i] == base + i else NOT_FINISHED
         agent.send(m.TIMING, m.HOST, v)
         return True

@@ -27,6 +27,10 @@ def run():
         if tick != 20:   # the node did not act in cycle 20
             fl.record(tick, 1000 + tick, 65000 + 100 * tick)
         fl.pump(a, tick)
+    fl = services.FinishLog(13)   # TIMING at tick % 12 == 7
+    for tick in (156, 175, 163):  # the ticks go back (a late SYNC): 156's record stays
+        fl.record(tick, 1000 + tick, tick)
+        fl.pump(a, tick)
     for msg in a.out:
         print(m.NAMES[msg[0]], msg[4])
 

@@ -24,11 +24,15 @@ def test_node_services_same_under_micropython_and_cpython():
     assert lines[2:6] == ["LOG (b'line %d',)" % i for i in range(4)]
     # link 3's TIMING slot is tick % 12 == 9: ticks 9 (too early: fewer than 12 cycles) and 21
     timing = [ln for ln in lines if ln.startswith("TIMING")]
-    assert len(timing) == 1
+    assert len(timing) == 3
     v = eval(timing[0][len("TIMING "):])
     assert v[0] == 10 and len(v) == 25
     assert v[1:13] == tuple(1000 + t if t != 20 else 0xFFFF for t in range(10, 22))
     assert v[13:25][:10] == tuple((65000 + 100 * t) & 0xFFFF for t in range(10, 20))
+    # link 13 (TIMING at tick % 12 == 7) acted in 156 and 175, then in 163 (ticks that go
+    # back): 152-163's frame still reports 156 after 164-175's said it was not acted in
+    v = eval(timing[2][len("TIMING "):])
+    assert v[0] == 152 and v[1:13] == (0xFFFF,) * 4 + (1156,) + (0xFFFF,) * 6 + (1163,)
 
 
 def test_host_services_unwrap_finish_clock_and_write_node_logs(tmp_path):
