@@ -201,6 +201,7 @@ def periodic(agent, node, up, stamp, tdiff, zero):
     """-> (cycle with STATUS, cycle with TIMING), medians of three each: 36 consecutive
     ticks after the agent's (the benchmark's four ticks repeat: TIMING never comes)."""
     from firmware.linkstate import I_EVERY, I_EVERY_AT, I_TICK
+    from firmware.services import TIMING_SLOTS
     t0 = agent.I[I_TICK] + 1
     status, timing = [], []
     for k in range(36):
@@ -216,7 +217,7 @@ def periodic(agent, node, up, stamp, tdiff, zero):
         tick = t0 + k
         if tick % agent.I[I_EVERY] == agent.I[I_EVERY_AT]:
             status.append(dt)
-        if tick % 12 == agent.finish.slot and tick >= 11:   # services.TIMING_SLOTS
+        if tick % TIMING_SLOTS == agent.finish.slot and tick >= TIMING_SLOTS - 1:
             timing.append(dt)
     return _med(status), _med(timing)
 

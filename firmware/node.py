@@ -215,7 +215,7 @@ class ChainNode:
         """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
         transmit buffer (span packs start and end: framing.put)."""
         o = self._blk[4 + side]
-        if o > _TX - _MAX_WIRE - 1:   # no room for a longest frame: the buffer goes out first
+        if o > _ROOM:   # no room for a longest frame: the buffer goes out first
             _flush(self)
             o = 0
         self._blk[4 + side] = _put(self._txv[side], o, data, span)

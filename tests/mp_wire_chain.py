@@ -43,6 +43,17 @@ def _no_time():
     return 0
 
 
+def _agent(cfg):
+    """A link agent on a simulated joint whose clock stands still (STATUS and TIMING report
+    times: the same everywhere), its linkcore's answers counted."""
+    hal = SimHAL()
+    hal.ticks_us = _no_time
+    agent = LinkAgent(cfg, hal)
+    if agent.core is not None:
+        agent._lc = (Counted(agent.core),) + agent._lc[1:]
+    return agent
+
+
 def chain(ring, lost=False):
     host, up = mem_wire()   # the host's wire into link 1
     back = None             # a ring's return wire from the tip
@@ -56,11 +67,7 @@ def chain(ring, lost=False):
                "mass": 2.0 + i, "centroid": [-0.1, 0.0, 0.02], "u_sat": 100.0, "behaviours": beh}
         if i == 2 or (lost and i == N - 1):
             cfg["kinematic_copies"] = 2
-        hal = SimHAL()
-        hal.ticks_us = _no_time   # STATUS and TIMING report times: the same everywhere
-        agent = LinkAgent(cfg, hal)
-        if agent.core is not None:
-            agent._lc = (Counted(agent.core),) + agent._lc[1:]
+        agent = _agent(cfg)
         if i < N - 1:
             nxt, down = mem_wire()
         elif ring:
@@ -101,12 +108,8 @@ def lone_tip(copies):
     tick in one read; at tick 7 its return wire is gone and a PING comes first: STATUS,
     K_2 (copies times) and TORQUE queue up in one poll round, past where ChainNode.send
     writes the buffer out and finds the wire dead (found by a verifier)."""
-    hal = SimHAL()
-    hal.ticks_us = _no_time
-    agent = LinkAgent({"link": 2, "n_links": 2, "dh": {"type": "revolute", "a": 0.5}, "mass": 1.0,
-                       "behaviours": {"proxy": {"weight": 1.0}}, "kinematic_copies": copies}, hal)
-    if agent.core is not None:
-        agent._lc = (Counted(agent.core),) + agent._lc[1:]
+    agent = _agent({"link": 2, "n_links": 2, "dh": {"type": "revolute", "a": 0.5}, "mass": 1.0,
+                    "behaviours": {"proxy": {"weight": 1.0}}, "kinematic_copies": copies})
     host, up = mem_wire()
     down, back = mem_wire()
     node = ChainNode(agent, up, down, ring=True, bufsize=1024)
