@@ -194,7 +194,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     print("HOP k_us %d" % round(_med(ph[1]) * us_per_tick))
     print("HOP goal_us %d" % round(_med(ph[2]) * us_per_tick))
     print("HOP fwd_us %d" % round(_med(ph[3]) * us_per_tick))
-    print("torque", agent.u, "bad", agent.decoder.bad)
+    print("torque", agent.u[0], "bad", agent.decoder.bad)
 
 
 def periodic(agent, node, up, stamp, tdiff, zero):

@@ -80,8 +80,9 @@ ASSERT_FRAME = const(50)
 SYNC = const(1)
 KINEMATIC = const(3)
 GOAL = const(4)
-S_U = const(93)
+S_QD = const(7)
 S_JOINT = const(238)
+S_Q = const(246)
 # the agent's integers I (linkstate.py), as const for the same reason
 I_TICK = const(0)
 I_SEQ = const(1)
@@ -96,9 +97,14 @@ I_RX = const(9)
 I_EVERY = const(11)
 I_EVERY_AT = const(12)
 I_TIMING_AT = const(13)
-INTS = const(15)
+I_JOINT = const(15)
+INTS = const(16)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
+FLAG_SAMPLED = const(16)
+# safety's per-sample state (linkstate.N_*, V_*), as const for the same reason
+N_U_RUN = const(4)
+V_LAST_U = const(2)
 K_QUEUED = const(0x12)
 K_SENT = const(0x13)
 GOAL_ACTED = const(0x14)
@@ -147,22 +153,28 @@ def _kinematic_out(self, queued=False):
 
 @micropython.native   # (LinkAgent.receive)
 def _close(self, u, encoded, state, due=-1):
-    """The cycle after its torque u: to the motor, safety's torque checks, the TORQUE
-    report, STATUS, the completion record and the host services. `due` >= 0: linkcore's
-    rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx, or on the node's transmit
-    buffer with DUE_QUEUED; no torque checks, no identification: _on_sync's FLAG_PLAIN)
-    and found which of STATUS and TIMING are due; -1: all of it is done here (linkcore's
-    frame in _tx where `encoded` and the state is still `state`)."""
+    """The cycle after its torque u (None: linkcore's, in S): to the motor, safety's torque
+    checks, the TORQUE report, STATUS, the completion record and the host services.
+    `due` >= 0: linkcore's rx closed a plain cycle (GOAL_ACTED: the TORQUE frame in _tx, or
+    on the node's transmit buffer with DUE_QUEUED; no torque checks, no identification:
+    _on_sync's FLAG_PLAIN) and found which of STATUS and TIMING are due; -1: all of it is
+    done here (linkcore's frame in _tx where `encoded` and the state is still `state`)."""
     # what is used more than once is held in locals: on a Cortex-M4F an attribute of
     # the agent costs ~100 instructions a load (make mcu-bench)
-    hal, finish, logq = self._books
+    hal, finish, logq, write = self._books
+    held = self.u   # the torque's one-item array (linkcore: S's slot, no float made)
     if due < 0:
-        u_prev = self.u   # held since the last tick (the identification's interval)
-    self.u = u
-    hal.write(u)
+        u_prev = held[0]   # held since the last tick (the identification's interval)
+        if u is None:
+            u = held[0]
+        else:
+            held[0] = u
+    if write is not None:   # the motor (a simulated joint's is the host's: TORQUE)
+        write(held[0] if u is None else u)
     sf = self.safety
-    sf.last_u = u   # unless it never reached the motor (the node is silent)
-    sf.last_u_run = due >= 0 or (sf.state == RUN and not self._silent)
+    if due < 0:   # (linkcore's rx has set them for its plain cycle)
+        sf.V[V_LAST_U] = u   # unless it never reached the motor (the node is silent)
+        sf.N[N_U_RUN] = sf.state == RUN and not self._silent
     I = self.I
     tick = I[I_TICK]
     if due < 0 and sf.checks_torque:
@@ -201,18 +213,27 @@ def _close(self, u, encoded, state, due=-1):
 @micropython.native   # (LinkAgent.receive)
 def _on_sync(self, tick):
     """Step 2: sample the joint; check the watchdog and the sensor."""
-    self.t_sync = self.hal.ticks_us()
+    hal = self.hal
+    self.t_sync = hal.ticks_us()
     if self.inject:
         self.injected(tick)
     I = self.I
     I[I_TICK] = tick
     I[I_NA] = 0
     if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
-        wait = getattr(self.hal, "wait_state", None)
+        wait = getattr(hal, "wait_state", None)
         if wait is not None:
             wait(tick)
-    _sample(self)
+    ok = hal.read()
     sf = self.safety
+    lc = self._lc
+    # linkcore: the reading (a JOINT_STATE it took), safety's checks where they latch
+    # nothing, A_i(q) and the plain cycle's flag in one call, where nothing is latched or
+    # locked (make mcu-bench: the Python's, here below, made 48 bytes of floats a cycle)
+    if (ok and lc is not None and sf.state == RUN and not sf.faults and self.q_lock is None
+            and lc[0].sample(lc[1], I, lc[5], lc[6])):
+        return
+    _sample(self, ok)
     _on_sample(sf, tick, self.q, self.qd)
     # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
     # still carries the kinematic bus (its links beyond see it where it is held)
@@ -227,7 +248,7 @@ def _on_sync(self, tick):
         th, d, a, al = self.dh
         self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
     else:   # in linkcore, with its trigonometry (math.cos and math.sin, bit for bit)
-        self.core.a_i(self.S, I, self.dh[0], q, self.qd)
+        self.core.a_i(self.S, I, q, self.qd)
         # linkcore closes this tick's cycle at its goal where nothing is latched or locked
         # and nothing checks the torque after it (receive: GOAL_ACTED; a fault after the
         # sync changes the state rx is given)
@@ -238,20 +259,41 @@ def _on_sync(self, tick):
 
 
 @micropython.native   # (LinkAgent.receive)
-def _sample(self):
-    """The joint's reading of this tick, where it is usable (a sensor fault otherwise)."""
+def _sample(self, ok=None):
+    """The joint's reading of this tick, where it is usable (a sensor fault otherwise):
+    the JOINT_STATE linkcore.rx took into S (I_JOINT), or the HAL's q, qd. `ok`:
+    hal.read()'s answer, where the caller has read."""
     hal = self.hal
+    _reading(self)
     self._q_good = self.q
-    if not hal.read():   # keep the last good reading
+    if ok is None:
+        ok = hal.read()
+    if not ok:   # keep the last good reading
         self.safety.trip(F_SENSOR, "joint read failed")
         return
-    q = hal.q
-    qd = hal.qd
+    if self.I[I_JOINT]:
+        S = self.S
+        q = S[S_JOINT]
+        qd = S[S_JOINT + 1]
+    else:
+        q = hal.q
+        qd = hal.qd
     if LOW < q < BIG and LOW < qd < BIG:   # safety.finite, written out
         self.q = q
         self.qd = qd
     else:   # keep the last good reading: a reaction about NaN would command NaN
         self.safety.trip(safety.F_NAN, "NaN/inf joint reading")
+
+
+def _reading(self):
+    """self.q, self.qd: the joint's last reading, where linkcore.sample left it in S only
+    (FLAG_SAMPLED: the Python floats it does not make)."""
+    I = self.I
+    if I[I_FLAGS] & FLAG_SAMPLED:
+        I[I_FLAGS] &= ~FLAG_SAMPLED
+        S = self.S
+        self.q = S[S_Q]
+        self.qd = S[S_QD]
 
 
 class LinkAgent:
@@ -280,6 +322,8 @@ class LinkAgent:
         self._feed_joint = getattr(hal, "on_joint_state", None)
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self._wire = None   # a ChainNode's block, where linkcore queues the hot frames (on_wire)
+        # safety's per-sample state (Safety.N, V: linkcore.sample's), the same arrays every run
+        self._safety_nv = (array("i", bytes(4 * linkstate.NS)), array(linkstate.FLOAT, [0.0] * linkstate.VS))
         self.configure(cfg)
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
@@ -293,7 +337,8 @@ class LinkAgent:
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
         self.I[I_TIMING_AT] = self.finish.slot
-        self._books = (hal, self.finish, self.logq)   # _close's, in one attribute load
+        # _close's, in one attribute load; the HAL's motor (none for a simulated joint)
+        self._books = (hal, self.finish, self.logq, getattr(hal, "write", None))
         self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state
         self.q = 0.0
@@ -318,7 +363,6 @@ class LinkAgent:
         self._silent = False
         self._k_off = self._u_off = 0.0
         self.bridged = 0       # packets composed over a missing K_{i-1}
-        self.u = 0.0
 
     def configure(self, cfg):
         """Take a link's config (at start, or a CONFIG blob applied while not running);
@@ -331,7 +375,7 @@ class LinkAgent:
         onto its transmit buffers (linkcore_core.h wire_out), as its send would."""
         self._wire = blk
         if self._lc is not None:
-            self._lc = self._lc[:4] + (blk,)
+            self._lc = self._lc[:4] + (blk,) + self._lc[5:]
 
     # ---- bus -------------------------------------------------------------------
     def send(self, mtype, dst, values, out=None, copies=1):
@@ -374,19 +418,17 @@ class LinkAgent:
             # check of a JOINT_STATE 7k), and K_i or a plain cycle's torque made at once
             # (make mcu-bench: a method call costs ~900 instructions from native code);
             # anything else, or anything odd, goes the Python way
-            core, S, I, tx, wire = lc
+            core, S, I, tx, wire, N, V = lc
             sf = self.safety
-            t = core.rx(frame, n, S, I, tx, sf.state, wire)
+            t = core.rx(frame, n, S, I, tx, sf.state, wire, N, V)
             if t:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
                 try:
                     if t >= GOAL_ACTED:   # take_goal and actuate's torque, done by linkcore
-                        if sf.faults:   # Safety.on_goal: re-admission counts goals
-                            sf.on_goal(I[I_TICK])
-                        else:   # all it does with nothing latched, without the call
-                            sf.last_goal_tick = I[I_TICK]
+                        if sf.faults:   # Safety.on_goal's re-admission counts goals (rx
+                            sf.on_goal(I[I_TICK])   # has done the rest: N_LAST_GOAL)
                         if self._goal is None:   # (a load costs less than a store)
                             self._goal = True
-                        _close(self, S[S_U], True, RUN, t - GOAL_ACTED)
+                        _close(self, None, True, RUN, t - GOAL_ACTED)
                     elif t >= K_QUEUED or t == KINEMATIC:
                         if I[I_LINK] == 1:
                             self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
@@ -397,7 +439,7 @@ class LinkAgent:
                     elif t == SYNC:
                         if I[I_RX] != I[I_TICK]:
                             _on_sync(self, I[I_RX])
-                    elif self._take_joint is not None:   # JOINT_STATE
+                    elif self._take_joint is not None:   # JOINT_STATE (its reading stays in S)
                         self._take_joint(S, S_JOINT, I, I_RX)
                 except Exception as e:
                     sf.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
@@ -675,6 +717,7 @@ class LinkAgent:
     def actuate(self, goal):
         """Step 7: this tick's torque (a fault's reaction, or the behaviours arbitrated and
         saturated) to the motor, reported to the host (TORQUE); the cycle's bookkeeping."""
+        _reading(self)
         state = self.safety.state
         core = self.core
         if core is None or state >= BRAKED or self.q_lock is not None:
@@ -683,7 +726,7 @@ class LinkAgent:
         if core is not None and state < BRAKED:
             # linkcore: the behaviours, arbitration, saturation and the TORQUE frame, in C
             encoded = core.torque(self.S, self.I, self._tx, goal is not None, self.q, self.qd, state)
-        _close(self, self.S[S_U] if encoded else self._arbitrate(), encoded, state)
+        _close(self, None if encoded else self._arbitrate(), encoded, state)
 
     def _torque_python(self, goal, state):
         """actuate() where it is not linkcore's plain RUN torque: a fault's reaction, the
@@ -781,7 +824,7 @@ class LinkAgent:
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run
         on boards that stayed powered sends COMMAND RESET first."""
-        self.safety = safety.Safety(self._safety_cfg)
+        self.safety = safety.Safety(self._safety_cfg, *self._safety_nv)
         if self._brake_at_start:
             self.safety.trip(safety.F_COMMAND)
         I = self.I

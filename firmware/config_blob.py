@@ -3,6 +3,8 @@
 # blob of link fields, COMMAND CONFIG_APPLY merges them into the link's config). The agent
 # imports it for each of these calls and forgets it again (agent._once): a nominal cycle
 # never runs it, and as a .mpy file on a board's filesystem its code would hold RAM.
+from array import array
+
 from firmware import behaviours, linkstate, safety
 
 REVOLUTE = 0    # kinematic_bus.REVOLUTE, PRISMATIC
@@ -61,6 +63,7 @@ def configure(agent, cfg):
     """LinkAgent.configure: the link's fields from its config dict; ValueError, KeyError
     or TypeError if it is not usable."""
     from firmware import agent as lazy   # its imports on first need
+    lazy._reading(agent)   # the last reading out of the S this replaces
     agent.link = agent.I[linkstate.I_LINK] = cfg["link"]
     agent.n_links = cfg["n_links"]
     agent.status_every = int(cfg.get("status_every", 12))
@@ -133,12 +136,16 @@ def configure(agent, cfg):
     if agent.core is None:
         lazy._python_cycle()
         agent.components = [0.0] * 6
+        agent.u = array(linkstate.FLOAT, (0.0,))   # the torque of the last cycle: agent.u[0]
     else:
         agent.S = linkstate.state(agent)
         agent.components = memoryview(agent.S)[linkstate.S_C:linkstate.S_C + 6]
+        agent.u = memoryview(agent.S)[linkstate.S_U:linkstate.S_U + 1]
     # receive's, in one attribute load (an attribute load is ~100 instructions on a
     # Cortex-M4F, a tuple's item a few)
-    agent._lc = None if agent.core is None else (agent.core, agent.S, agent.I, agent._tx, agent._wire)
+    agent._lc = None if agent.core is None else (
+        agent.core, agent.S, agent.I, agent._tx, agent._wire) + agent._safety_nv
+    agent.I[linkstate.I_JOINT] = 0   # (a new S holds no JOINT_STATE)
     # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
     # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
     agent._goal = None

@@ -8,10 +8,37 @@ from bus_protocol.states import (  # noqa: F401  (re-exported for the agent and 
     FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_names,
     is_fault_state, stronger)
 
+from array import array
+
+from firmware.linkstate import FLOAT
+
 try:
     import micropython
+    from micropython import const
 except ImportError:  # CPython
     from firmware.hal import micropython
+    const = micropython.const
+
+# the layout of the per-sample state N and V (firmware/linkstate.py's N_*, V_*, where
+# tests/test_firmware.py checks these), as private const: MicroPython inlines them and
+# keeps no name (as imported names they held ~0.2 KB of RAM and were a lookup per use)
+_N_TICK_PREV = const(0)
+_N_LAST_GOAL = const(1)
+_N_WATCHDOG = const(2)
+_N_FROZEN = const(3)
+_N_U_RUN = const(4)
+_N_PREV = const(5)
+_N_PYTHON = const(6)
+_NS = const(7)
+_V_Q_PREV = const(0)
+_V_QD_PREV = const(1)
+_V_LAST_U = const(2)
+_V_MAX_Q = const(3)
+_V_MAX_Q_NEG = const(4)
+_V_QD_MAX = const(5)
+_V_QD_MAX_NEG = const(6)
+_V_RESPOND_U = const(7)
+_VS = const(8)
 
 BIG = 1e30   # |x| below this and not NaN: a usable number (comparing allocates nothing;
 LOW = -1e30  # negating BIG would, on every call, under MicroPython)
@@ -33,26 +60,30 @@ def all_finite(values):
 def on_sample(self, tick, q, qd):
     """Safety.on_sample, called once per cycle after sensing: goal watchdog and sensor
     plausibility (a module function: from native code a method call costs ~900
-    instructions on a Cortex-M4F, this one's ~300)."""
+    instructions on a Cortex-M4F, this one's ~300). linkcore.sample does the same for a
+    sample where it latches nothing and calls nothing (linkcore_core.h)."""
+    N = self.N
     if self.state == INIT:
         self.state = RUN
-        self.last_goal_tick = tick
-    if tick - self.last_goal_tick > self.watchdog_cycles:
-        self.trip(F_GOAL_STALE, "no goal for %d cycles" % (tick - self.last_goal_tick))
-    qp = self._q_prev
-    if qp is not None:
-        dq = q - qp   # |dq| > max_q_step, written out (above)
+        N[_N_LAST_GOAL] = tick
+    if tick - N[_N_LAST_GOAL] > N[_N_WATCHDOG]:
+        self.trip(F_GOAL_STALE, "no goal for %d cycles" % (tick - N[_N_LAST_GOAL]))
+    V = self.V
+    prev = N[_N_PREV]
+    if prev:
+        dq = q - V[_V_Q_PREV]   # |dq| > max_q_step, written out (above)
         if dq > self.max_q_step or dq < self._q_step_neg:
             self.trip(F_SENSOR, "encoder jump %.3f" % dq)
-    if self.last_u_run and tick == self._tick_prev + 1 and self.state == RUN:
+    if N[_N_U_RUN] and tick == N[_N_TICK_PREV] + 1 and self.state == RUN:
         # check_response has nothing to do for a joint whose reading moved while nothing is
         # counted and the motor check is off (the usual cycle): not called then (make
         # mcu-bench: ~2.9k instructions a cycle on a Cortex-M4F)
-        if (qd == 0.0 and q == qp) or self._frozen or self.respond_u > 0.0:
+        if (qd == 0.0 and prev and q == V[_V_Q_PREV]) or N[_N_FROZEN] or self.respond_u > 0.0:
             self.check_response(q, qd)
-    self._q_prev = q
-    self._qd_prev = qd
-    self._tick_prev = tick
+    V[_V_Q_PREV] = q
+    V[_V_QD_PREV] = qd
+    N[_N_TICK_PREV] = tick
+    N[_N_PREV] = 1
     if qd > self.qd_max or qd < self._qd_max_neg:   # |qd| > qd_max
         self.trip(F_SENSOR, "overspeed %.2f" % qd)
 
@@ -62,53 +93,62 @@ class Safety:
     strongest reaction of the latched faults. `clear()` (COMMAND RELEASE) clears them all;
     with readmit_cycles > 0 the communication faults (bus lost, goal or kinematic packet
     stale) also clear by themselves after that many consecutive good goals (re-admission,
-    Hamilton et al.). `pending` holds the bits latched since the agent last reported."""
+    Hamilton et al.). `pending` holds the bits latched since the agent last reported.
+    What the sample checks keep from cycle to cycle is in two arrays, N (ints) and V
+    (floats; firmware/linkstate.py N_*, V_*), which linkcore.sample reads and writes too:
+    the agent's own (N, V), kept across its runs, or new ones."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, N=None, V=None):
+        self.N = N = array("i", bytes(4 * _NS)) if N is None else N
+        self.V = V = array(FLOAT, [0.0] * _VS) if V is None else V
+        for j in range(_NS):
+            N[j] = 0
+        for j in range(_VS):
+            V[j] = 0.0
+        N[_N_TICK_PREV] = -2
+        N[_N_LAST_GOAL] = -1
         self.configure(cfg)
         self.faults = 0
         self.pending = 0
         self.reason = ""
         self.state = INIT
-        self.last_goal_tick = -1
         self._stalled = 0
         self._saturated = 0
         self._good = 0
-        self._q_prev = None
-        self._qd_prev = 0.0
-        self._tick_prev = -2
-        # the torque the agent commanded last cycle and whether it was a RUN torque that
-        # reached the motor: what the joint had on it since (set by the agent every cycle,
-        # read by the response check; on_torque's own checks only where configured)
-        self.last_u = 0.0
-        self.last_u_run = False
+        # V[V_LAST_U], N[N_U_RUN]: the torque the agent commanded last cycle and whether it
+        # was a RUN torque that reached the motor: what the joint had on it since (set by
+        # the agent every cycle, read by the response check)
         self._u_frozen = 0.0   # the torque over the first cycle the reading stood still
-        self._frozen = 0
         self._against = 0
 
     def configure(self, cfg):
         """Thresholds and reactions from a link's `safety` table; ValueError if invalid."""
-        self.watchdog_cycles = int(cfg.get("watchdog_cycles", 3))
+        N = self.N
+        V = self.V
+        self.watchdog_cycles = N[_N_WATCHDOG] = int(cfg.get("watchdog_cycles", 3))
         self.watchdog_ms = int(cfg.get("watchdog_ms", 50))   # silent bus: no SYNC at all
         self.kin_stale_cycles = int(cfg.get("kin_stale_cycles", 12))
         self.max_q_step = float(cfg.get("max_q_step", 0.5))
         self.qd_max = float(cfg.get("qd_max", 50.0))
         # the bounds' negatives, made once: on a board abs(x) of a negative x is a new float
         # object (on_sample compares x against both, allocating nothing: make mcu-bench)
-        self._q_step_neg = -self.max_q_step
-        self._qd_max_neg = -self.qd_max
+        V[_V_MAX_Q] = self.max_q_step
+        V[_V_MAX_Q_NEG] = self._q_step_neg = -self.max_q_step
+        V[_V_QD_MAX] = self.qd_max
+        V[_V_QD_MAX_NEG] = self._qd_max_neg = -self.qd_max
         self.stall_u = float(cfg.get("stall_u", 0.0))      # 0 disables the stall trigger
         self.stall_qd = float(cfg.get("stall_qd", 1e-3))
         self.stall_cycles = int(cfg.get("stall_cycles", 60))
         self.over_torque_cycles = int(cfg.get("over_torque_cycles", 0))   # 0: off
         # on_torque has work (make mcu-bench: a call costs ~1.5k instructions on a Cortex-M4F)
         self.checks_torque = self.stall_u > 0.0 or self.over_torque_cycles > 0
+        N[_N_PYTHON] = self.checks_torque   # (on_torque reads the agent's qd)
         self.readmit_cycles = int(cfg.get("readmit_cycles", 0))
         # joint response checks (on_sample); `period` is the control period (s)
         period = float(cfg.get("period", 1.0 / 120.0))
         self.frozen_cycles = int(cfg.get("frozen_cycles", 3))      # 0: off
         self.frozen_du = float(cfg.get("frozen_du", 2.0))          # N m (or N)
-        self.respond_u = float(cfg.get("respond_u", 0.0))          # N m (or N); 0: off
+        self.respond_u = V[_V_RESPOND_U] = float(cfg.get("respond_u", 0.0))   # N m (or N); 0: off
         self._respond_u_neg = -self.respond_u
         respond_a = float(cfg.get("respond_a", 10.0))              # rad/s^2 (or m/s^2)
         self.respond_dqd = respond_a * period                      # as a speed change per cycle
@@ -145,7 +185,7 @@ class Safety:
         self.pending = 0
         self._stalled = 0
         self._saturated = 0
-        self._frozen = 0
+        self.N[_N_FROZEN] = 0
         self._against = 0
         self._good = 0
         self.state = INIT
@@ -180,20 +220,21 @@ class Safety:
             coupling flings a healthy joint is the arm's: at 60 Hz, or with the integral
             gains x2, the same arm flings a distal joint against 125-570 N m for 150 ms,
             so the check is off unless a scenario sets respond_u (reference-ft does).
-        A few float comparisons a cycle, which allocate nothing; with the motor check on,
-        one float object (dqd)."""
-        u = self.last_u
-        if q == self._q_prev and qd == 0.0:
-            if self._frozen == 0:
+        Called with the previous reading still in V (on_sample)."""
+        N = self.N
+        V = self.V
+        u = V[_V_LAST_U]
+        if q == V[_V_Q_PREV] and qd == 0.0:
+            if N[_N_FROZEN] == 0:
                 self._u_frozen = u
-            self._frozen += 1
-            if 0 < self.frozen_cycles <= self._frozen and abs(u - self._u_frozen) > self.frozen_du:
+            N[_N_FROZEN] += 1
+            if 0 < self.frozen_cycles <= N[_N_FROZEN] and abs(u - self._u_frozen) > self.frozen_du:
                 self.trip(F_SENSOR, "encoder frozen, u moved %.1f" % (u - self._u_frozen))
         else:
-            self._frozen = 0
+            N[_N_FROZEN] = 0
         if self.respond_u <= 0.0:
             return
-        dqd = qd - self._qd_prev
+        dqd = qd - V[_V_QD_PREV]
         if ((u > self.respond_u and dqd < self._respond_dqd_neg)
                 or (u < self._respond_u_neg and dqd > self.respond_dqd)):
             self._against += 1
@@ -208,7 +249,7 @@ class Safety:
             self.trip(F_KIN_STALE, "no kinematic packet for %d cycles" % age)
 
     def on_goal(self, tick):
-        self.last_goal_tick = tick
+        self.N[_N_LAST_GOAL] = tick
         if self.readmit_cycles > 0 and self.faults and not self.faults & ~(F_GOAL_STALE | F_BUS_LOST | F_KIN_STALE):
             self._good += 1
             if self._good >= self.readmit_cycles:
@@ -217,7 +258,7 @@ class Safety:
     def on_torque(self, u, qd, u_sat):
         """Poor motor performance: torque commanded, no motion, for stall_cycles; torque at
         saturation for over_torque_cycles (called where checks_torque, after the agent has
-        set last_u and last_u_run)."""
+        set V_LAST_U and N_U_RUN)."""
         if self.stall_u > 0.0:
             if abs(u) > self.stall_u and abs(qd) < self.stall_qd:
                 self._stalled += 1

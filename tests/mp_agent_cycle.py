@@ -75,7 +75,7 @@ def run():
     for f in sent:
         print("FRAME " + "".join("%02x" % b for b in f))
     for a in agents:
-        print("U %d %.9e %.9e %.9e %.9e %.9e" % (a.link, a.u, a.components[0], a.components[1],
+        print("U %d %.9e %.9e %.9e %.9e %.9e" % (a.link, a.u[0], a.components[0], a.components[1],
                                                  a.components[2], a.components[3]))
 
 

@@ -298,7 +298,7 @@ def reference_torques(cfgs, qs):
                     queue.append(g)
             else:
                 agents[k - 1].receive(f)
-    return [a.u for a in agents]
+    return [a.u[0] for a in agents]
 
 
 class Host:

@@ -105,7 +105,7 @@ def run(seed=12345):
                     agent.receive(f)
                 if lost and f[0] == m.ASSERT:
                     agent.on_quiet(False)
-            print("U %d %s %s %s bad %d" % (case, _bits(agent.u), _bits(agent.components[0]),
+            print("U %d %s %s %s bad %d" % (case, _bits(agent.u[0]), _bits(agent.components[0]),
                                             _bits(agent.components[1]), agent.decoder.bad))
     trig(r)
     print("CORES %d of %d" % (cores, CASES))
@@ -126,7 +126,7 @@ def trig(r):
     xs += [(1 if r.unit() < 0.5 else -1) * 10 ** r.span(0, 30) for _ in range(100)]
     for x in xs:
         if agent.core is not None:
-            agent.core.a_i(agent.S, agent.I, agent.dh[0], x, 0.0)
+            agent.core.a_i(agent.S, agent.I, x, 0.0)
             v = [agent.S[j] for j in range(7)]   # linkstate.S_ROT, S_TRANS
         else:
             rot, trans = kinematic_bus.dh_local(kinematic_bus.REVOLUTE, agent.dh[0], 0.0, 1.0, 0.0, x)

@@ -38,7 +38,7 @@ def drive(case, n, force, motor=True, fling=0.0, fling_ticks=(), frozen_from=-1,
         r.cycle(k, q=read[0], qd=read[1], goal=(1.0, 0.0, 0.0, 0.0, force(k), 0.0, 0.0, 0.0, 0.0))
         if first < 0 and r.agent.safety.faults:
             first = k
-        u = r.agent.u
+        u = r.agent.u[0]
         a = (u if motor else 0.0) / I
         if k in fling_ticks:
             a -= fling if u > 0.0 else -fling

@@ -47,7 +47,7 @@ class Rig:
                 kinds.append(m.NAMES[msg[0]])
         del self.out[:]
         a = self.agent
-        print("%s %d %d %.6e %s" % (case, a.safety.state, a.safety.faults, a.u, ",".join(kinds)))
+        print("%s %d %d %.6e %s" % (case, a.safety.state, a.safety.faults, a.u[0], ",".join(kinds)))
 
 
 def command(rig, cmd, arg=0.0):
@@ -113,7 +113,7 @@ def run():
     # an exception inside the cycle: internal error, brake, the node goes on
     r = Rig()
     r.cycle(0, q=0.0)
-    r.agent.hal.write = None
+    r.agent.hal.read = None
     r.cycle(1, q=0.0)
     r.show("internal")
 

@@ -30,8 +30,11 @@ class Counted:
         self.core = core
         self.k = self.torque = 0
 
-    def rx(self, frame, n, S, I, tx, state, blk):
-        t = self.core.rx(frame, n, S, I, tx, state, blk)
+    def __getattr__(self, name):   # the rest of linkcore (sample, ...) as it is
+        return getattr(self.core, name)
+
+    def rx(self, frame, n, S, I, tx, state, blk, N, V):
+        t = self.core.rx(frame, n, S, I, tx, state, blk, N, V)
         if t == linkstate.K_QUEUED:
             self.k += 1
         elif t >= linkstate.GOAL_ACTED and (t - linkstate.GOAL_ACTED) & linkstate.DUE_QUEUED:

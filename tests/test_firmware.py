@@ -4,6 +4,7 @@ import contextlib
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 
@@ -44,11 +45,16 @@ def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
     """agent.py writes the hot frames' types, S's and I's slots out as const."""
     from firmware import agent, linkstate, safety, services
     assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
-    assert (agent.S_U, agent.S_JOINT) == (linkstate.S_U, linkstate.S_JOINT)
-    names = ("I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL", "I_LINK", "I_DOWN", "I_FLAGS",
-             "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "INTS", "FLAG_GRAVITY", "FLAG_PLAIN",
-             "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS", "DUE_TIMING", "DUE_QUEUED")
+    names = ("S_QD", "S_JOINT", "S_Q", "I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL",
+             "I_LINK", "I_DOWN", "I_FLAGS", "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "I_JOINT", "INTS",
+             "FLAG_GRAVITY", "FLAG_PLAIN", "FLAG_SAMPLED", "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS",
+             "DUE_TIMING", "DUE_QUEUED", "N_U_RUN", "V_LAST_U")
     assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
+    # safety.py's private const copies of the per-sample state's layout
+    names = [x for x in dir(linkstate) if x.startswith(("N_", "V_")) or x in ("NS", "VS")]
+    assert len(names) == 17 and [getattr(safety, "_" + x) for x in names] == [getattr(linkstate, x) for x in names]
+    from firmware.hal import sim
+    assert sim._I_JOINT == linkstate.I_JOINT
     assert (agent.RUN, agent.BRAKED, agent.F_SENSOR, agent.TIMING_SLOTS) == (
         safety.RUN, safety.BRAKED, safety.F_SENSOR, services.TIMING_SLOTS)
 
@@ -60,15 +66,14 @@ def test_linkcore_core_constants_are_linkstates_and_framings():
     from firmware import linkstate
     text = (REPO / "firmware" / "native" / "linkcore_core.h").read_text()
     c = {}
-    for ln in text.splitlines():
-        w = ln.split()
-        if len(w) >= 3 and w[0] == "#define" and w[1].isupper() and (w[2].isdigit() or w[2].startswith("0x")):
-            c[w[1]] = int(w[2], 0)
-    names = [x for x in dir(linkstate) if x.startswith(("S_", "I_", "FLAG_", "DUE_")) or x in (
-        "SLOTS", "INTS", "K_QUEUED", "K_SENT", "GOAL_ACTED")]
-    assert len(names) >= 40 and all(x in c or x in ("S_JOINT", "S_Q", "SLOTS") for x in names), \
-        [x for x in names if x not in c]
-    assert {x: c[x] for x in names if x in c} == {x: getattr(linkstate, x) for x in names if x in c}
+    for ln in text.splitlines():   # a number, or a sum of earlier names and numbers in parentheses
+        w = ln.split("//")[0].split(None, 2)
+        if len(w) == 3 and w[0] == "#define" and w[1].isupper() and re.fullmatch(r"[A-Z_0-9x ()*+]+", w[2]):
+            c[w[1]] = eval(w[2], {}, dict(c))
+    names = [x for x in dir(linkstate) if x.startswith(("S_", "I_", "FLAG_", "DUE_", "N_", "V_")) or x in (
+        "SLOTS", "INTS", "NS", "VS", "K_QUEUED", "K_SENT", "GOAL_ACTED")]
+    assert len(names) >= 60 and all(x in c for x in names), [x for x in names if x not in c]
+    assert {x: c[x] for x in names} == {x: getattr(linkstate, x) for x in names}
     assert (c["BLK_TX"], c["TX"], c["BLK_TAB"], c["BLK_BATCH"], c["BLK"], c["ROOM"]) == (
         framing.BLK_TX, framing.TX, framing.BLK_TAB, framing.BLK_NMINE + 5, framing.BLK,
         framing.TX - framing.MAX_WIRE - 1)

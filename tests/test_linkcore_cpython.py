@@ -241,9 +241,11 @@ def test_linkcore_closing_the_cycle_at_its_goal_sends_the_pure_python_frames(mon
                 fast.receive(f)
                 pure.receive(f)
             assert fast_out == pure_out, (case, tick)
-            # the integers both keep (linkcore's flags and its last SYNC are its own)
-            assert fast.I[:8] == pure.I[:8] and fast.I[11:] == pure.I[11:]
+            # the integers both keep (linkcore's flags, its last SYNC and where the reading
+            # is, I_JOINT, are its own), and safety's per-sample state
+            assert fast.I[:8] == pure.I[:8] and fast.I[11:15] == pure.I[11:15]
             assert (fast.safety.faults, fast.safety.state) == (pure.safety.faults, pure.safety.state)
+            assert (fast.safety.N, fast.safety.V) == (pure.safety.N, pure.safety.V)
             if fast.safety.faults:
                 faulted.add(case)
             fast_out.clear()

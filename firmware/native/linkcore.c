@@ -138,6 +138,25 @@ static int32_t *ints(mp_obj_t obj) {
     return (int32_t *)b.buf;
 }
 
+// safety's per-sample state: N, an array('i') of NS, and V, VS floats like S
+static int32_t *safety_ints(mp_obj_t obj) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
+    if (b.len < NS * sizeof(int32_t) || b.typecode != 'i') {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: safety's N is not an array('i') of NS"));
+    }
+    return (int32_t *)b.buf;
+}
+
+static real *safety_floats(mp_obj_t obj) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
+    if (b.len < VS * sizeof(real)) {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: safety's V too short"));
+    }
+    return (real *)b.buf;
+}
+
 // the node's block (framing.BLK bytes: its transmit buffers, wire_out), or NULL for None
 static uint8_t *wire(mp_obj_t obj) {
     if (obj == mp_const_none) {
@@ -151,14 +170,14 @@ static uint8_t *wire(mp_obj_t obj) {
     return (uint8_t *)b.buf;
 }
 
-// rx(frame, n, S, I, tx, state, blk) -> what became of a hot frame, or 0. A frame is checked
+// rx(frame, n, S, I, tx, state, blk, N, V) -> what became of a hot frame, or 0. A frame is checked
 // as messages.Decoder checks it (rx_check) and taken if it is
 //   SYNC (broadcast or to the link): its tick into I_RX;
 //   JOINT_STATE to the link, all finite: its tick, flags into I_RX, q, qd, p_psh, x_r into S_JOINT;
 //   KINEMATIC to the link of this tick, all finite: K_{i-1} into S_IN;
 //   GOAL (broadcast) of this tick, all finite: p_app and f into S_GOAL;
 // and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is 114 bytes; blk
-// the node's block, its frames queued there, or None).
+// the node's block, its frames queued there, or None; N, V safety's per-sample state).
 // Their floats go straight from the frame into S: no Python float is made. Anything
 // else returns 0, and the agent decodes it in Python (which also counts a bad frame).
 static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
@@ -177,18 +196,26 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     if (!rx_take(t, (const uint8_t *)b.buf + HEADER, S, I + I_RX)) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
-    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), wire(args[6]), mp_obj_get_int(args[5])));
+    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), wire(args[6]), mp_obj_get_int(args[5]),
+        safety_ints(args[7]), safety_floats(args[8])));
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 7, rx);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 9, rx);
 
-// a_i(S, I, theta, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
+// a_i(S, I, q, qd): A_i(q) into S_ROT, S_TRANS (theta from S_THETA); q, qd into S_Q, S_QD
 static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {
     real *S = state(args[0]);
-    dh_local(S, ints(args[1])[I_FLAGS] & FLAG_REV, mp_obj_get_float(args[2]), mp_obj_get_float(args[3]),
-        mp_obj_get_float(args[4]));
+    dh_local(S, ints(args[1])[I_FLAGS] & FLAG_REV, S[S_THETA], mp_obj_get_float(args[2]),
+        mp_obj_get_float(args[3]));
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 5, a_i);
+static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 4, a_i);
+
+// sample(S, I, N, V) -> the sync's plain sample done (sample in linkcore_core.h; N and V
+// are safety's per-sample state, an array('i') of NS and an array of VS floats like S)
+static mp_obj_t sample_obj_fun(size_t n_args, const mp_obj_t *args) {
+    return mp_obj_new_bool(sample(state(args[0]), ints(args[1]), safety_ints(args[2]), safety_floats(args[3])));
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(sample_obj, 4, sample_obj_fun);
 
 // kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
 static mp_obj_t kinematic(mp_obj_t S, mp_obj_t I, mp_obj_t tx) {
@@ -213,11 +240,14 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     MP_DYNRUNTIME_INIT_ENTRY
     mp_store_global(MP_QSTR_rx, MP_OBJ_FROM_PTR(&rx_obj));
     mp_store_global(MP_QSTR_a_i, MP_OBJ_FROM_PTR(&a_i_obj));
+    mp_store_global(MP_QSTR_sample, MP_OBJ_FROM_PTR(&sample_obj));
     mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
     // the layout's size and the float width, checked by firmware/linkstate.py
     mp_store_global(MP_QSTR_SLOTS, MP_OBJ_NEW_SMALL_INT(SLOTS));
     mp_store_global(MP_QSTR_INTS, MP_OBJ_NEW_SMALL_INT(INTS));
+    mp_store_global(MP_QSTR_NS, MP_OBJ_NEW_SMALL_INT(NS));
+    mp_store_global(MP_QSTR_VS, MP_OBJ_NEW_SMALL_INT(VS));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));
     MP_DYNRUNTIME_INIT_EXIT
 }

@@ -39,7 +39,8 @@ static real sin_r(real x);
 #define MAX_ASSERT 16
 #define S_JOINT (S_ASSERT + 9 * MAX_ASSERT)   // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
 #define S_Q (S_JOINT + 8)   // the joint angle of this tick (with S_QD: what the torque is of)
-#define SLOTS (S_Q + 1)
+#define S_THETA (S_Q + 1)   // the DH theta (its offset, revolute; the angle, prismatic)
+#define SLOTS (S_Q + 2)
 
 // ---- the agent's integers I (int32: ticks run to 2^31 - 1; firmware/linkstate.py's I_ names) ----
 #define I_TICK 0      // the tick synced to (-1: none yet)
@@ -56,12 +57,14 @@ static real sin_r(real x);
 #define I_EVERY_AT 12
 #define I_TIMING_AT 13   // TIMING at tick % TIMING_SLOTS == I_TIMING_AT
 #define I_COPIES 14   // K_i goes out this many times (time redundancy)
-#define INTS 15
+#define I_JOINT 15    // 1: the HAL's reading is the JOINT_STATE rx took into S_JOINT
+#define INTS 16
 #define TIMING_SLOTS 12   // firmware/services.py
 #define FLAG_REV 1       // a revolute joint
 #define FLAG_GRAVITY 2   // the gravity couplet is asserted with K_i (its frame at tx + 64)
 #define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent._on_sync says when)
 #define FLAG_TORQUE_BUS 8   // the TORQUE report goes on the bus (not through hal.report)
+#define FLAG_SAMPLED 16  // sample() took this tick's reading: it is in S_Q, S_QD (not the agent's q, qd)
 #define STATE_RUN 1      // bus_protocol/states.py RUN
 // rx's answers beyond a frame type: what linkcore did with the frame at once
 #define K_QUEUED 0x12    // K_i composed from this K_{i-1}, its frames queued on the wire
@@ -70,6 +73,25 @@ static real sin_r(real x);
 #define DUE_STATUS 1     // GOAL_ACTED | these: STATUS, TIMING go out after it this tick
 #define DUE_TIMING 2
 #define DUE_QUEUED 8     // GOAL_ACTED | this: the TORQUE frame is queued on the wire
+
+// ---- safety's per-sample state (firmware/safety.py Safety.N, an array('i'), and Safety.V) ----
+#define N_TICK_PREV 0   // the tick of the last sample (-2: none)
+#define N_LAST_GOAL 1   // the tick of the last goal (the goal watchdog's)
+#define N_WATCHDOG 2    // watchdog_cycles
+#define N_FROZEN 3      // samples the reading has stood still (check_response)
+#define N_U_RUN 4       // the last torque was a RUN torque that reached the motor
+#define N_PREV 5        // V_Q_PREV, V_QD_PREV hold a reading
+#define N_PYTHON 6      // every sample is the Python's (safety checks the torque: on_torque)
+#define NS 7
+#define V_Q_PREV 0      // the previous reading
+#define V_QD_PREV 1
+#define V_LAST_U 2      // the torque the joint had on it since
+#define V_MAX_Q 3       // max_q_step and its negative
+#define V_MAX_Q_NEG 4
+#define V_QD_MAX 5      // qd_max and its negative
+#define V_QD_MAX_NEG 6
+#define V_RESPOND_U 7   // respond_u (0: the dead-motor check is off)
+#define VS 8
 
 // ---- the node's transmit buffers (bus_protocol/framing.py's block; firmware/node.py) ----
 #define BLK_QUEUED 4     // blk[4], blk[5]: the bytes queued for the up port, the down port
@@ -249,6 +271,36 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
     S[S_QD] = qd;
 }
 
+// ---- the sample (agent._on_sync and _sample, safety.on_sample; docs/design.md §5) ----
+
+// The sync's plain sample: this tick's reading, the JOINT_STATE rx took into S_JOINT
+// (I_JOINT), where safety's on_sample would latch nothing (goal watchdog, encoder jump,
+// overspeed) and has nothing else to do (a first sample, check_response with work): it
+// becomes safety's previous reading (N, V) and S_Q, S_QD with A_i(q) (dh_local), and
+// I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else false, and nothing changed: the agent
+// samples in Python. The agent calls it in RUN with nothing latched and no joint locked.
+static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
+    if (!I[I_JOINT] || N[N_PYTHON] || !N[N_PREV]) {
+        return false;
+    }
+    real q = S[S_JOINT], qd = S[S_JOINT + 1], qp = V[V_Q_PREV];
+    int64_t tick = I[I_TICK];
+    real dq = q - qp;   // |dq| > max_q_step, |qd| > qd_max, written out as safety writes them
+    if (!usable(q) || !usable(qd) || tick - N[N_LAST_GOAL] > N[N_WATCHDOG]
+            || dq > V[V_MAX_Q] || dq < V[V_MAX_Q_NEG] || qd > V[V_QD_MAX] || qd < V[V_QD_MAX_NEG]) {
+        return false;
+    }
+    if (N[N_U_RUN] && tick == (int64_t)N[N_TICK_PREV] + 1
+            && ((qd == R(0.0) && q == qp) || N[N_FROZEN] || V[V_RESPOND_U] > R(0.0))) {
+        return false;
+    }
+    V[V_Q_PREV] = q;
+    V[V_QD_PREV] = qd;
+    N[N_TICK_PREV] = (int32_t)tick;
+    dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
+    I[I_FLAGS] |= FLAG_SAMPLED | FLAG_PLAIN;
+    return true;
+}
 
 // K_i from K_{i-1} (S_IN) and A_i(q): kinematic_bus.compose, expression for expression
 static void compose(real *S, bool revolute) {
@@ -530,11 +582,12 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 //     or K_QUEUED where they went onto the node's transmit buffers `blk` (the gravity
 //     couplet's ASSERT, then K_i I_COPIES times: agent._kinematic_out's order);
 //   GOAL, a plain cycle (FLAG_PLAIN, `state` RUN) whose K_i is out and torque is not:
-//     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick),
+//     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick; safety's
+//     N, V: the goal's tick, the torque on the motor),
 //     | DUE_STATUS, DUE_TIMING where STATUS and TIMING go out after it,
 //     | DUE_QUEUED where the TORQUE frame went onto `blk` (FLAG_TORQUE_BUS);
 //   otherwise t (the agent's Python does the rest).
-static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int state) {
+static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int state, int32_t *N, real *V) {
     int32_t tick = I[I_TICK];
     if (t == T_KINEMATIC && I[I_KIN] != tick) {
         kinematic_i(S, I, tx);
@@ -549,6 +602,9 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int sta
             return t;   // the Python's actuate says why (F_INTERNAL)
         }
         I[I_GOAL] = tick;   // (I_ACTED and I_SEQ: the agent's _close, as on its Python path)
+        N[N_LAST_GOAL] = tick;   // safety's on_goal, and the torque on the motor (agent._close)
+        V[V_LAST_U] = S[S_U];
+        N[N_U_RUN] = 1;
         int due = tick % TIMING_SLOTS == I[I_TIMING_AT] ? DUE_TIMING : 0;
         const uint8_t *f[1] = {tx};
         int n[1] = {41}, times[1] = {1};

@@ -59,18 +59,23 @@ static int args_ok(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
 }
 
 
-// I, the agent's integers: a writable array('i') of INTS items, held in *view
-static int32_t *ints(PyObject *obj, Py_buffer *view) {
+// a writable array('i') of at least n items (I: INTS, safety's N: NS), held in *view
+static int32_t *int_array(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
         return NULL;
     }
-    if (view->len < INTS * (Py_ssize_t)sizeof(int32_t) || view->itemsize != 4 || view->format == NULL
+    if (view->len < n * (Py_ssize_t)sizeof(int32_t) || view->itemsize != 4 || view->format == NULL
             || strcmp(view->format, "i") != 0) {
         PyBuffer_Release(view);
-        PyErr_SetString(PyExc_ValueError, "linkcore: I is not an array('i') of INTS");
+        PyErr_Format(PyExc_ValueError, "linkcore: %s is not an array('i') of %zd", what, n);
         return NULL;
     }
     return view->buf;
+}
+
+// I, the agent's integers
+static int32_t *ints(PyObject *obj, Py_buffer *view) {
+    return int_array(obj, view, INTS, "I");
 }
 
 // S, I and a frame buffer of `need` bytes (released with release3 after), or NULL
@@ -98,12 +103,12 @@ static void release3(Py_buffer *a, Py_buffer *b, Py_buffer *c) {
     PyBuffer_Release(c);
 }
 
-// rx(frame, n, S, I, tx, state, blk) -> what became of a hot frame, or 0 (linkcore.c's rx)
+// rx(frame, n, S, I, tx, state, blk, N, V) -> what became of a hot frame, or 0 (linkcore.c's rx)
 static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 7, "rx")) {
+    if (!args_ok(nargs, 9, "rx")) {
         return NULL;
     }
-    Py_buffer fb, sb, ib, tb;
+    Py_buffer fb, sb, ib, tb, nb, vb;
     if (PyObject_GetBuffer(args[0], &fb, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
@@ -121,22 +126,29 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (t != 0) {
         real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
         uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, 114, "frame buffer");
-        if (tx == NULL) {
+        int32_t *N = tx == NULL ? NULL : int_array(args[7], &nb, NS, "safety's N");
+        real *V = N == NULL ? NULL : buffer(args[8], &vb, VS * sizeof(real), "safety's V");
+        Py_buffer wb;   // the node's block (wire_out), or None
+        uint8_t *blk = V == NULL || args[6] == Py_None ? NULL : buffer(args[6], &wb, BLK, "node block");
+        if (V == NULL || (blk == NULL && args[6] != Py_None)) {
+            if (V != NULL) {
+                PyBuffer_Release(&vb);
+            }
+            if (N != NULL) {
+                PyBuffer_Release(&nb);
+            }
+            if (tx != NULL) {
+                PyBuffer_Release(&tb);
+            }
             if (S != NULL) {
                 PyBuffer_Release(&sb);
             }
             release2(&fb, &ib);
             return NULL;
         }
-        Py_buffer wb;   // the node's block (wire_out), or None
-        uint8_t *blk = args[6] == Py_None ? NULL : buffer(args[6], &wb, BLK, "node block");
-        if (blk == NULL && args[6] != Py_None) {
-            release3(&sb, &tb, &fb);
-            PyBuffer_Release(&ib);
-            return NULL;
-        }
-        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, blk, state) : 0;
+        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, blk, state, N, V) : 0;
         release2(&sb, &tb);
+        release2(&nb, &vb);
         if (blk != NULL) {
             PyBuffer_Release(&wb);
         }
@@ -145,15 +157,13 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromLong(t);
 }
 
-// a_i(S, I, theta, q, qd): A_i(q) into S_ROT, S_TRANS; q, qd into S_Q, S_QD
+// a_i(S, I, q, qd): A_i(q) into S_ROT, S_TRANS (theta from S_THETA); q, qd into S_Q, S_QD
 static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 5, "a_i")) {
+    if (!args_ok(nargs, 4, "a_i")) {
         return NULL;
     }
-    real v[3];
-    for (int j = 0; j < 3; j++) {
-        v[j] = PyFloat_AsDouble(args[2 + j]);
-    }
+    real q = PyFloat_AsDouble(args[2]);
+    real qd = PyFloat_AsDouble(args[3]);
     if (PyErr_Occurred()) {
         return NULL;
     }
@@ -167,9 +177,40 @@ static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyBuffer_Release(&sb);
         return NULL;
     }
-    dh_local(S, I[I_FLAGS] & FLAG_REV, v[0], v[1], v[2]);
+    dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
     release2(&sb, &ib);
     Py_RETURN_NONE;
+}
+
+// sample(S, I, N, V) -> the sync's plain sample done (linkcore.c's sample)
+static PyObject *sample_fun(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 4, "sample")) {
+        return NULL;
+    }
+    Py_buffer sb, ib, nb, vb;
+    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    if (S == NULL) {
+        return NULL;
+    }
+    int32_t *I = ints(args[1], &ib);
+    if (I == NULL) {
+        PyBuffer_Release(&sb);
+        return NULL;
+    }
+    int32_t *N = int_array(args[2], &nb, NS, "safety's N");
+    if (N == NULL) {
+        release2(&sb, &ib);
+        return NULL;
+    }
+    real *V = buffer(args[3], &vb, VS * sizeof(real), "safety's V");
+    if (V == NULL) {
+        release3(&sb, &ib, &nb);
+        return NULL;
+    }
+    bool done = sample(S, I, N, V);
+    release3(&sb, &ib, &nb);
+    PyBuffer_Release(&vb);
+    return PyBool_FromLong(done);
 }
 
 // kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
@@ -344,6 +385,7 @@ static PyObject *torque_in(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyMethodDef methods[] = {
     {"rx", (PyCFunction)(void (*)(void))rx, METH_FASTCALL, "a hot frame into S: its type, or 0"},
     {"a_i", (PyCFunction)(void (*)(void))a_i, METH_FASTCALL, "A_i(q) into S"},
+    {"sample", (PyCFunction)(void (*)(void))sample_fun, METH_FASTCALL, "the sync's plain sample"},
     {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
     {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},
     {"torque_in", (PyCFunction)(void (*)(void))torque_in, METH_FASTCALL, "a TORQUE into the host's arrays"},
@@ -365,6 +407,8 @@ PyMODINIT_FUNC PyInit_linkcore(void) {
     // the layout's size and the float width, checked by firmware/linkstate.py
     if (PyModule_AddIntConstant(m, "SLOTS", SLOTS) < 0
         || PyModule_AddIntConstant(m, "INTS", INTS) < 0
+        || PyModule_AddIntConstant(m, "NS", NS) < 0
+        || PyModule_AddIntConstant(m, "VS", VS) < 0
         || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0
         || PyModule_AddIntConstant(m, "STATE_RUN", STATE_RUN) < 0
         || PyModule_AddObject(m, "TORQUE_TOL", Py_BuildValue("(dd)", TORQUE_TOL_ABS, TORQUE_TOL_REL)) < 0) {
