@@ -227,12 +227,16 @@ def _on_sync(self, tick):
     ok = hal.read()
     sf = self.safety
     lc = self._lc
-    # linkcore: the reading (a JOINT_STATE it took), safety's checks where they latch
-    # nothing, A_i(q) and the plain cycle's flag in one call, where nothing is latched or
-    # locked (make mcu-bench: the Python's, here below, made 48 bytes of floats a cycle)
-    if (ok and lc is not None and sf.state == RUN and not sf.faults and self.q_lock is None
-            and lc[0].sample(lc[1], I, lc[5], lc[6])):
-        return
+    # linkcore: safety's checks of the reading where they latch nothing, A_i(q) and the
+    # plain cycle's flag in one call, where nothing is latched or locked (make mcu-bench:
+    # the Python's, here below, cost ~8k instructions and made 48 bytes of floats a cycle)
+    if ok and lc is not None and sf.state == RUN and not sf.faults and self.q_lock is None:
+        S = lc[1]
+        if not I[I_JOINT]:   # the reading is the HAL's q, qd (a board's encoder): into S too
+            S[S_JOINT] = hal.q
+            S[S_JOINT + 1] = hal.qd
+        if lc[0].sample(S, I, lc[5], lc[6]):
+            return
     _sample(self, ok)
     _on_sample(sf, tick, self.q, self.qd)
     # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint

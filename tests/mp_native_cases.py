@@ -4,7 +4,8 @@
 # corrupted K_{i-1}, K_{i-1} (a random pose and twist; sent twice by every third link, lost
 # by link 1 in the second tick, which bridges it; the tip out for link N-1), random
 # assertions and a GOAL (now and then holding a NaN); prints every frame the agents send, in hex, and the torques'
-# bits. tests/test_native.py compares the unix port with the native module linkcore
+# bits; then A_i(q)'s trigonometry (trig) and the sync's sample under readings that make
+# safety's checks fire (samples). tests/test_native.py compares the unix port with the native module linkcore
 # against CPython's pure Python; tests/test_mcu.py compares, on an emulated board, the
 # frozen pure Python with linkcore. A generator of integers (the same numbers
 # everywhere) draws the inputs.
@@ -108,7 +109,54 @@ def run(seed=12345):
             print("U %d %s %s %s bad %d" % (case, _bits(agent.u[0]), _bits(agent.components[0]),
                                             _bits(agent.components[1]), agent.decoder.bad))
     trig(r)
+    samples(r)
     print("CORES %d of %d" % (cores, CASES))
+
+
+def samples(r):
+    """The sync's sample (linkcore.sample where safety's checks latch nothing, the Python
+    otherwise) over 40 ticks of four links whose readings make each check fire: an
+    encoder jump, overspeed, a reading frozen while the torque moves, NaN, the goal
+    watchdog; the dead-motor check on for one, torque checks for another; RELEASE now and
+    then. Prints SAMPLE with every frame's bits' count, the faults, safety's N and the
+    bits of V and of the torque, each tick."""
+    for case in range(4):
+        link = 2 + case
+        cfg = {"link": link, "n_links": N, "dh": {"type": "revolute", "a": 0.4}, "u_sat": 6.0, "mass": 1.5,
+               "centroid": [0.1, 0.0, 0.0], "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5}},
+               "safety": {"watchdog_cycles": 4, "max_q_step": 0.3, "qd_max": 20.0, "frozen_cycles": 2,
+                          "frozen_du": 0.5, "respond_u": 2.0 if case == 1 else 0.0, "respond_a": 5.0,
+                          "respond_ms": 20.0, "stall_u": 0.5 if case == 3 else 0.0, "stall_cycles": 3}}
+        sent = []
+        hal = SimHAL(lambda buf, n: sent.append(bytes(buf[:n])))
+        hal.ticks_us = _no_time
+        agent = LinkAgent(cfg, hal)
+        q = 0.1
+        for tick in range(40):
+            qd = r.span(-2, 2)
+            if 12 <= tick < 17 and case != 1:
+                qd = 0.0                       # frozen while the torque moves
+            else:
+                q = q + r.span(-0.05, 0.05)
+            if tick == 6 + case:
+                q = q + 0.5                    # an encoder jump
+            elif tick == 9:
+                qd = 25.0                      # overspeed
+            reading = float("nan") if tick == 20 else q
+            frames = [m.encode(m.JOINT_STATE, m.HOST, link, 1, (tick, reading, qd, 0, 0., 0., 0., 0., 0., 0.)),
+                      m.encode(m.SYNC, m.HOST, m.BROADCAST, 2, (tick,)),
+                      m.encode(m.KINEMATIC, link - 1, link, 3, (tick,) + quaternion(r) + r.vec(9, -1, 1))]
+            if not 30 <= tick < 36:   # goals stop: the watchdog
+                frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (tick, 0) + r.vec(9, -5, 5)))
+            if tick % 5 == 4 and not 28 <= tick < 38:
+                frames.append(m.encode(m.COMMAND, m.HOST, link, 5, (m.CMD_RELEASE, 0.0)))
+            for f in frames:
+                agent.receive(f)
+            sf = agent.safety
+            print("SAMPLE %d %d %s %d %d %s %s %s" % (
+                case, tick, "".join("%02x" % b for f in sent for b in f), sf.faults, sf.state,
+                list(sf.N), " ".join(_bits(x) for x in sf.V), _bits(agent.u[0])))
+            del sent[:]
 
 
 def trig(r):

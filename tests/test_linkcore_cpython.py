@@ -166,15 +166,40 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
         assert out and gp.member[3] is False and "torque off" in gp.events[0][2], c_path
 
 
-def _twin_agents(cfg):
+class Encoder:
+    """A board's joint I/O: its reading is in q, qd after read() (no JOINT_STATE frames),
+    read() fails where `ok` is False, and write(u) is a motor."""
+
+    def __init__(self, send):
+        self.send = send
+        self.q = self.qd = 0.0
+        self.ok = True
+        self.written = []
+        self.braked = False
+        self.range_valid = False
+        self.p_psh = self.x_r = (0.0, 0.0, 0.0)
+
+    def read(self):
+        return self.ok
+
+    def write(self, u):
+        self.written.append(u)
+        return True
+
+    def set_brake(self, on):
+        self.braked = on
+
+
+def _twin_agents(cfg, hal_class=None):
     """Two agents of one config, on linkcore and in pure Python, each sending into a list;
-    their clocks stand still (STATUS and TIMING report the cycle time)."""
+    their clocks stand still (STATUS and TIMING report the cycle time). Their HAL: a
+    simulated joint (SimHAL), or `hal_class`."""
     from firmware.agent import LinkAgent
     from firmware.hal.sim import SimHAL
     agents = []
     for pure in (False, True):
         out = []
-        hal = SimHAL(lambda b, n, out=out: out.append(bytes(b[:n])))
+        hal = (hal_class or SimHAL)(lambda b, n, out=out: out.append(bytes(b[:n])))
         hal.ticks_us = lambda: 0
         if pure:
             with pure_python():
@@ -255,6 +280,100 @@ def test_linkcore_closing_the_cycle_at_its_goal_sends_the_pure_python_frames(mon
     assert closed["linkcore"] > 300 and closed["python"] > 300, closed
     assert closed["status"] > 20 and closed["timing"] > 20, closed
     assert len(faulted) >= 8, faulted
+
+
+@pytest.mark.parametrize("reading", ["joint_state", "encoder"])
+def test_linkcore_sample_is_the_pure_pythons_sample(reading):
+    """linkcore.sample takes the sync's reading where safety's checks latch nothing; the
+    agent samples in Python otherwise. Readings that make each check fire (an encoder jump,
+    overspeed, a reading frozen while the torque moves, NaN, a failed read, the goal
+    watchdog), released again, with the dead-motor check on in some configs and torque
+    checks in others; the reading as JOINT_STATE frames (a simulated joint) or in the HAL's
+    q, qd (a board's encoder). Every frame, safety's state and per-sample arrays, the
+    torque and what reached the motor are the pure Python's, tick by tick."""
+    from bus_protocol import messages as m
+    from firmware import linkstate
+    rng = np.random.default_rng(11)
+    taken = {True: 0, False: 0}
+
+    class Counted:   # linkcore, its sample's answers counted
+        def __init__(self, core):
+            self.core = core
+
+        def __getattr__(self, name):
+            return getattr(self.core, name)
+
+        def sample(self, *args):
+            done = self.core.sample(*args)
+            taken[done] += 1
+            return done
+    faults = set()
+    for case in range(12):
+        link = 1 + case % 7
+        safety_cfg = {"watchdog_cycles": 4, "max_q_step": 0.3, "qd_max": 20.0, "frozen_cycles": 2 + case % 3,
+                      "frozen_du": 0.5, "respond_u": 2.0 if case % 4 == 1 else 0.0, "respond_a": 5.0,
+                      "respond_ms": 20.0, "reactions": {"sensor_implausible": "report"} if case % 3 == 2 else {}}
+        if case % 4 == 3:
+            safety_cfg.update(stall_u=0.5, stall_cycles=3)
+        cfg = {"link": link, "n_links": 8, "dh": {"type": ("revolute", "prismatic")[case % 2], "a": 0.4},
+               "u_sat": 4.0 + case, "mass": 1.5, "centroid": [0.1, 0.0, 0.0],
+               "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5}}, "safety": safety_cfg}
+        (fast, fast_out), (pure, pure_out) = _twin_agents(cfg, Encoder if reading == "encoder" else None)
+        fast._lc = (Counted(fast._lc[0]),) + fast._lc[1:]
+        q, ok = 0.1, True
+        for tick in range(60):
+            qd = float(rng.uniform(-2, 2))
+            if 22 <= tick < 28 and case % 2 == 0:
+                qd = 0.0                       # frozen while the torque moves
+            else:
+                q += float(rng.uniform(-0.05, 0.05))
+            if tick == 9 + case % 3:
+                q += 0.5                       # an encoder jump
+            elif tick == 16:
+                qd = 25.0 + case               # overspeed
+            elif tick == 33:
+                q = float("nan")               # NaN
+            ok = tick != 38                    # a failed read
+            frames = []
+            if reading == "encoder":
+                for h in (fast.hal, pure.hal):
+                    h.q, h.qd, h.ok = q, qd, ok
+            elif ok:
+                frames.append(m.encode(m.JOINT_STATE, m.HOST, link, 1, (tick, q, qd, 0) + (0.0,) * 6))
+            if q != q:
+                q = 0.2
+            frames.append(m.encode(m.SYNC, m.HOST, m.BROADCAST, 2, (tick,)))
+            frames.append(m.encode(m.KINEMATIC, link - 1, link, 3, (tick,) + (1.0, 0.0, 0.0, 0.0)
+                                   + tuple(float(x) for x in rng.uniform(-1, 1, 9))))
+            if not 46 <= tick < 52:   # goals stop: the watchdog
+                frames.append(m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (tick, 0)
+                                       + tuple(float(x) for x in rng.uniform(-5, 5, 9))))
+            if tick % 6 == 5 and not 44 <= tick < 54:   # released now and then, back to RUN
+                frames.append(m.encode(m.COMMAND, m.HOST, link, 5, (m.CMD_RELEASE, 0.0)))
+            for f in frames:
+                fast.receive(f)
+                pure.receive(f)
+            assert fast_out == pure_out, (case, tick)
+            assert (fast.safety.faults, fast.safety.state) == (pure.safety.faults, pure.safety.state), (case, tick)
+            assert (fast.safety.N, fast.safety.V) == (pure.safety.N, pure.safety.V), (case, tick)
+            # the torque, and the reading (in S where linkcore's sample took it)
+            sampled = fast.I[linkstate.I_FLAGS] & linkstate.FLAG_SAMPLED
+            reading = (fast.S[linkstate.S_Q], fast.S[linkstate.S_QD]) if sampled else (fast.q, fast.qd)
+            assert fast.u[0] == pure.u[0] and reading == (pure.q, pure.qd), (case, tick)
+            if reading == "encoder":
+                assert fast.hal.written == pure.hal.written
+            faults.add(fast.safety.faults)
+            fast_out.clear()
+            pure_out.clear()
+    # the plain sample ran, and so did every check: jump, overspeed, frozen (F_SENSOR),
+    # NaN, the watchdog, the dead motor, the stall
+    from firmware import safety
+    seen = 0
+    for f in faults:
+        seen |= f
+    assert taken[True] > 150 and taken[False] > 150, taken
+    want = safety.F_SENSOR | safety.F_NAN | safety.F_GOAL_STALE | safety.F_MOTOR
+    assert seen & want == want, hex(seen)
 
 
 def _sent(out):

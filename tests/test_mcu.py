@@ -114,8 +114,9 @@ def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
 def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     """The native module linkcore (firmware/native/linkcore.c, built for the board's
     architecture and loaded from a RAM filesystem) against the frozen pure Python on the
-    same board, both float32: the reference chain's cycle, 100 random agents
-    (tests/mp_native_cases.py) and four chain nodes whose hot frames linkcore queues on
+    same board, both float32: the reference chain's cycle, 100 random agents and four
+    links' samples whose readings make safety's checks fire (tests/mp_native_cases.py),
+    and four chain nodes whose hot frames linkcore queues on
     their transmit buffers (tests/mp_wire_chain.py) send the same frames, bit for bit."""
     run = "mp_native_cases.run()\nmp_agent_cycle.run()\nmp_wire_chain.run()"
     board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle, mp_wire_chain\n" + run + "\n"
@@ -125,12 +126,14 @@ def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     py, native = board.split("\nNATIVE\n")
 
     def lines(text):
-        return [ln for ln in text.splitlines() if ln.startswith(("FRAME ", "U ", "TRIG ", "WIRE ", "QUEUED ", "CORES "))]
+        return [ln for ln in text.splitlines()
+                if ln.startswith(("FRAME ", "U ", "TRIG ", "SAMPLE ", "WIRE ", "QUEUED ", "CORES "))]
     py, native = lines(py), lines(native)
     assert "CORES 0 of 100" in py and "CORES 100 of 100" in native
     frames = [x[6:8] for x in py if x.startswith("FRAME ")]
     assert frames.count("03") >= 200 and frames.count("06") >= 190
     assert len([x for x in py if x.startswith("TRIG ")]) == 326
+    assert len([x for x in py if x.startswith("SAMPLE ")]) == 160   # the sample's checks, 4 x 40 ticks
     wire = ("WIRE ", "QUEUED ")   # four chain nodes on memory wires (tests/mp_wire_chain.py)
     assert_wire_chain([x for x in native if x.startswith(wire)], [x for x in py if x.startswith(wire)])
     assert [x for x in native if not x.startswith(("CORES", "QUEUED"))] == [

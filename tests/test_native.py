@@ -64,6 +64,7 @@ def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
     assert frames.count("03") >= 250 and frames.count("06") >= 190 and frames.count("05") >= 50
     assert [x for x in want if x.startswith("U ")][-1].endswith(" bad 2")
     assert len([x for x in want if x.startswith("TRIG ")]) == 326
+    assert len([x for x in want if x.startswith("SAMPLE ")]) == 160
     assert got[:-1] == want[:-1]
 
 

@@ -273,14 +273,15 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
 
 // ---- the sample (agent._on_sync and _sample, safety.on_sample; docs/design.md §5) ----
 
-// The sync's plain sample: this tick's reading, the JOINT_STATE rx took into S_JOINT
-// (I_JOINT), where safety's on_sample would latch nothing (goal watchdog, encoder jump,
-// overspeed) and has nothing else to do (a first sample, check_response with work): it
-// becomes safety's previous reading (N, V) and S_Q, S_QD with A_i(q) (dh_local), and
-// I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else false, and nothing changed: the agent
-// samples in Python. The agent calls it in RUN with nothing latched and no joint locked.
+// The sync's plain sample: this tick's reading q, qd in S_JOINT (the JOINT_STATE rx took,
+// I_JOINT, or the HAL's reading the agent put there), where safety's on_sample would latch
+// nothing (NaN, goal watchdog, encoder jump, overspeed) and has nothing else to do (a
+// first sample, check_response with work): it becomes safety's previous reading (N, V)
+// and S_Q, S_QD with A_i(q) (dh_local), and I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else
+// false, and nothing changed: the agent samples in Python. The agent calls it in RUN with
+// nothing latched and no joint locked.
 static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
-    if (!I[I_JOINT] || N[N_PYTHON] || !N[N_PREV]) {
+    if (N[N_PYTHON] || !N[N_PREV]) {
         return false;
     }
     real q = S[S_JOINT], qd = S[S_JOINT + 1], qp = V[V_Q_PREV];
