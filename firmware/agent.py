@@ -262,7 +262,6 @@ def _on_sync(self, tick):
         self.actuate(None)  # a braked (held, damped) joint needs no goal
 
 
-@micropython.native   # (LinkAgent.receive)
 def _sample(self, ok=None):
     """The joint's reading of this tick, where it is usable (a sensor fault otherwise):
     the JOINT_STATE linkcore.rx took into S (I_JOINT), or the HAL's q, qd. `ok`:

@@ -56,7 +56,6 @@ def all_finite(values):
     return True
 
 
-@micropython.native   # (firmware/agent.py: the hot path's helpers)
 def on_sample(self, tick, q, qd):
     """Safety.on_sample, called once per cycle after sensing: goal watchdog and sensor
     plausibility (a module function: from native code a method call costs ~900
