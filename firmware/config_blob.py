@@ -130,24 +130,30 @@ def configure(agent, cfg):
     agent.inject = [tuple(x) for x in cfg.get("inject", ())]
     agent.cfg = cfg
     # the native core where it is importable and covers this config (firmware/linkstate.py):
-    # then A_i, K_i, the torque and their frames live in the float array S
+    # then A_i, K_i, the torque and their frames live in the float array S; a CONFIG keeps
+    # the tick's state in it (A_i of the sync, K, the reading), as the pure Python keeps
+    # its own, and the torque of the last cycle (agent.u[0])
+    old = agent.S if getattr(agent, "core", None) is not None else None
+    u = agent.u[0] if hasattr(agent, "u") else 0.0
     core = linkstate.linkcore
     agent.core = core if core is not None and linkstate.covers(cfg) else None
     if agent.core is None:
         lazy._python_cycle()
         agent.components = [0.0] * 6
-        agent.u = array(linkstate.FLOAT, (0.0,))   # the torque of the last cycle: agent.u[0]
+        agent.u = array(linkstate.FLOAT, (u,))
     else:
-        agent.S = linkstate.state(agent)
+        agent.S = linkstate.state(agent, old)
         agent.components = memoryview(agent.S)[linkstate.S_C:linkstate.S_C + 6]
         agent.u = memoryview(agent.S)[linkstate.S_U:linkstate.S_U + 1]
+        agent.u[0] = u
+        if old is None:
+            agent.I[linkstate.I_JOINT] = 0   # (a new S holds no JOINT_STATE)
     # receive's, in one attribute load (an attribute load is ~100 instructions on a
     # Cortex-M4F, a tuple's item a few)
     agent._lc = None if agent.core is None else (
         agent.core, agent.S, agent.I, agent._tx, agent._wire) + agent._safety_nv
-    agent.I[linkstate.I_JOINT] = 0   # (a new S holds no JOINT_STATE)
-    # a new S holds no goal and no K_0: a CONFIG applied after a run forgets them (the
-    # pure Python's would be tuples, linkcore's are in S; new_run sets them at start)
+    # a CONFIG forgets the last goal and K_0, on linkcore and in Python alike (new_run
+    # sets them at start)
     agent._goal = None
     agent._base = None
     # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus

@@ -121,20 +121,22 @@ def covers(cfg):
                 or nb.get("dh") or nb.get("to_host"))   # (to_host: K_{N-1} to the host too)
 
 
-def state(agent):
-    """S for the agent's configuration (LinkAgent.configure has set its fields)."""
-    S = array(FLOAT, bytes(SLOTS * linkcore.FLOAT_BYTES))
+def state(agent, old=None):
+    """S for the agent's configuration (LinkAgent.configure has set its fields); with
+    `old`, its S until now, whose tick's state (A_i, K, the goal, the reading, ...) it
+    keeps."""
+    S = array(FLOAT, bytes(SLOTS * linkcore.FLOAT_BYTES)) if old is None else array(FLOAT, old)
     theta, d, a, alpha = agent.dh
     put(S, S_DH, (d, a, cos(0.5 * alpha), sin(0.5 * alpha)))   # as kinematic_bus.dh_local
     S[S_THETA] = theta
-    S[S_Z + 2] = 1.0   # the joint axis before any K_i: the pure Python's z, (0, 0, 1)
+    if old is None:
+        S[S_Z + 2] = 1.0   # the joint axis before any K_i: the pure Python's z, (0, 0, 1)
     put(S, S_GAIN, (agent.k_proxy, agent.k_assert, agent.k_local, agent.k_jl))
     put(S, S_PD, agent.local_pd)
     put(S, S_JL, (agent.q_low, agent.q_high) + agent.jl)
     S[S_USAT] = agent.u_sat
     put(S, S_CENTROID, agent.centroid)
-    if agent.weight is not None:
-        put(S, S_COUPLET + 3, agent.weight)
+    put(S, S_COUPLET + 3, (0.0,) * 6 if agent.weight is None else agent.weight)
     return S
 
 

@@ -376,6 +376,37 @@ def test_linkcore_sample_is_the_pure_pythons_sample(reading):
     assert seen & want == want, hex(seen)
 
 
+@pytest.mark.parametrize("blob", [{"u_sat": 50.0}, {"dh": {"type": "revolute", "a": 0.7, "theta": 0.3}},
+                                  {"behaviours": {"proxy": {}, "gravity": {"g": [0, 0, -9]}}}])
+def test_a_config_between_a_sync_and_its_k_keeps_the_syncs_a_i(blob):
+    """A braked node takes a CONFIG between a tick's SYNC and its K_{i-1} (a verifier's
+    find): linkcore's new S keeps the tick's state (A_i of the sync, the reading, the
+    torque), as the pure Python keeps its own, so K_i and the cycles after are the same."""
+    import json
+    from bus_protocol import messages as m
+    cfg = {"link": 2, "n_links": 4, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 20.0, "mass": 1.0,
+           "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5}}}
+    (fast, fo), (pure, po) = _twin_agents(cfg)
+    data = json.dumps(blob, separators=(",", ":")).encode()
+
+    def tick(t, *extra):
+        frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (t, 0.3 + 0.01 * t, 0.2, 0) + (0.0,) * 6),
+                  m.encode(m.SYNC, 0, 255, 1, (t,))] + list(extra)
+        return frames + [m.encode(m.KINEMATIC, 1, 2, 3, (t, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6),
+                         m.encode(m.GOAL, 0, 255, 2, (t, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
+    frames = tick(0) + tick(1) + tick(2, m.encode(m.COMMAND, 0, 2, 5, (m.CMD_BRAKE, 0.0)),
+                                     m.encode(m.CONFIG, 0, 2, 6, (0, len(data), data)),
+                                     m.encode(m.COMMAND, 0, 2, 7, (m.CMD_CONFIG_APPLY, 0.0)))
+    frames += tick(3, m.encode(m.COMMAND, 0, 2, 8, (m.CMD_RELEASE, 0.0))) + tick(4) + tick(5)
+    for f in frames:
+        fast.receive(f)
+        with pure_python():   # (the CONFIG configures it anew: in pure Python still)
+            pure.receive(f)
+        assert fo == po and fast.u[0] == pure.u[0], f
+    assert fast.cfg != cfg and fast.safety.faults == 0 and fast.core is not None and pure.core is None
+    assert sum(1 for x in _sent(fo) if x and x[0] == m.KINEMATIC) == 6
+
+
 def _sent(out):
     from bus_protocol import messages as m
     dec = m.Decoder()

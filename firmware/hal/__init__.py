@@ -2,9 +2,12 @@
 # small surface, split like ros2_control's read()/write():
 #   read() -> bool        refresh q, qd and the range reading (False on a sensor error)
 #   q, qd                 joint position (rad or m) and velocity, valid after read()
+#                         (a simulated joint's may stay in the agent's S instead: sim.py)
 #   range_valid, p_psh, x_r   nearest hazard point on the link and vector to the
 #                         obstacle surface, both in link-frame coordinates
-#   write(u) -> bool      command joint torque (N m) or force (N)
+#   write(u) -> bool      command joint torque (N m) or force (N); none where the motor is
+#                         the host's simulated plant, which takes the torque from the
+#                         agent's TORQUE report (sim.py)
 #   set_brake(on)         physical brake where the board has one
 #   send(buf, n)          put one logical frame (bus_protocol) on the bus
 #   ticks_us()            free-running microsecond clock
