@@ -111,13 +111,18 @@ static real sin_r(real x) {
 
 // ---- MicroPython glue ----
 
-static real *state(mp_obj_t obj) {
+// a writable array of at least n floats (S: SLOTS, safety's V: VS), else `bad`
+static real *floats(mp_obj_t obj, size_t n, mp_rom_error_text_t bad) {
     mp_buffer_info_t b;
     mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
-    if (b.len < SLOTS * sizeof(real)) {
-        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: state array too short"));
+    if (b.len < n * sizeof(real)) {
+        mp_raise_ValueError(bad);
     }
     return (real *)b.buf;
+}
+
+static real *state(mp_obj_t obj) {
+    return floats(obj, SLOTS, MP_ERROR_TEXT("linkcore: state array too short"));
 }
 
 static uint8_t *frame_buffer(mp_obj_t obj, size_t need) {
@@ -129,32 +134,27 @@ static uint8_t *frame_buffer(mp_obj_t obj, size_t need) {
     return (uint8_t *)b.buf;
 }
 
-static int32_t *ints(mp_obj_t obj) {
+// a writable array('i') of at least n items (I: INTS, safety's N: NS), else `bad`
+static int32_t *int_array(mp_obj_t obj, size_t n, mp_rom_error_text_t bad) {
     mp_buffer_info_t b;
     mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
-    if (b.len < INTS * sizeof(int32_t) || b.typecode != 'i') {
-        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: I is not an array('i') of INTS"));
+    if (b.len < n * sizeof(int32_t) || b.typecode != 'i') {
+        mp_raise_ValueError(bad);
     }
     return (int32_t *)b.buf;
+}
+
+static int32_t *ints(mp_obj_t obj) {
+    return int_array(obj, INTS, MP_ERROR_TEXT("linkcore: I is not an array('i') of INTS"));
 }
 
 // safety's per-sample state: N, an array('i') of NS, and V, VS floats like S
 static int32_t *safety_ints(mp_obj_t obj) {
-    mp_buffer_info_t b;
-    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
-    if (b.len < NS * sizeof(int32_t) || b.typecode != 'i') {
-        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: safety's N is not an array('i') of NS"));
-    }
-    return (int32_t *)b.buf;
+    return int_array(obj, NS, MP_ERROR_TEXT("linkcore: safety's N is not an array('i') of NS"));
 }
 
 static real *safety_floats(mp_obj_t obj) {
-    mp_buffer_info_t b;
-    mp_get_buffer_raise(obj, &b, MP_BUFFER_RW);
-    if (b.len < VS * sizeof(real)) {
-        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: safety's V too short"));
-    }
-    return (real *)b.buf;
+    return floats(obj, VS, MP_ERROR_TEXT("linkcore: safety's V too short"));
 }
 
 // the node's block (framing.BLK bytes: its transmit buffers, wire_out), or NULL for None

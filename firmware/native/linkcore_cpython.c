@@ -78,9 +78,8 @@ static int32_t *ints(PyObject *obj, Py_buffer *view) {
     return int_array(obj, view, INTS, "I");
 }
 
-// S, I and a frame buffer of `need` bytes (released with release3 after), or NULL
-static real *state_ints_frame(PyObject *const *args, Py_ssize_t need, Py_buffer *sb, Py_buffer *ib,
-    Py_buffer *tb, int32_t **I, uint8_t **tx) {
+// S and I from args[0], args[1] (released with release2 after), or NULL
+static real *state_ints(PyObject *const *args, Py_buffer *sb, Py_buffer *ib, int32_t **I) {
     real *S = buffer(args[0], sb, SLOTS * sizeof(real), "state array");
     if (S == NULL) {
         return NULL;
@@ -88,6 +87,16 @@ static real *state_ints_frame(PyObject *const *args, Py_ssize_t need, Py_buffer 
     *I = ints(args[1], ib);
     if (*I == NULL) {
         PyBuffer_Release(sb);
+        return NULL;
+    }
+    return S;
+}
+
+// S, I and a frame buffer of `need` bytes (released with release3 after), or NULL
+static real *state_ints_frame(PyObject *const *args, Py_ssize_t need, Py_buffer *sb, Py_buffer *ib,
+    Py_buffer *tb, int32_t **I, uint8_t **tx) {
+    real *S = state_ints(args, sb, ib, I);
+    if (S == NULL) {
         return NULL;
     }
     *tx = buffer(args[2], tb, need, "frame buffer");
@@ -168,13 +177,9 @@ static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     Py_buffer sb, ib;
-    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    int32_t *I;
+    real *S = state_ints(args, &sb, &ib, &I);
     if (S == NULL) {
-        return NULL;
-    }
-    int32_t *I = ints(args[1], &ib);
-    if (I == NULL) {
-        PyBuffer_Release(&sb);
         return NULL;
     }
     dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
@@ -188,13 +193,9 @@ static PyObject *sample_fun(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     Py_buffer sb, ib, nb, vb;
-    real *S = buffer(args[0], &sb, SLOTS * sizeof(real), "state array");
+    int32_t *I;
+    real *S = state_ints(args, &sb, &ib, &I);
     if (S == NULL) {
-        return NULL;
-    }
-    int32_t *I = ints(args[1], &ib);
-    if (I == NULL) {
-        PyBuffer_Release(&sb);
         return NULL;
     }
     int32_t *N = int_array(args[2], &nb, NS, "safety's N");
