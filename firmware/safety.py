@@ -124,7 +124,10 @@ class Safety:
         """Thresholds and reactions from a link's `safety` table; ValueError if invalid."""
         N = self.N
         V = self.V
-        self.watchdog_cycles = N[_N_WATCHDOG] = int(cfg.get("watchdog_cycles", 3))
+        self.watchdog_cycles = int(cfg.get("watchdog_cycles", 3))
+        # N is int32: a larger count is the same watchdog (ticks run to 2^31 - 1 and a
+        # goal's tick is >= 0 once running, so no gap exceeds 2^31 - 1)
+        N[_N_WATCHDOG] = max(-0x7FFFFFFF, min(self.watchdog_cycles, 0x7FFFFFFF))
         self.watchdog_ms = int(cfg.get("watchdog_ms", 50))   # silent bus: no SYNC at all
         self.kin_stale_cycles = int(cfg.get("kin_stale_cycles", 12))
         self.max_q_step = float(cfg.get("max_q_step", 0.5))
