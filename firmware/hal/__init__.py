@@ -7,7 +7,8 @@
 #                         obstacle surface, both in link-frame coordinates
 #   write(u) -> bool      command joint torque (N m) or force (N); none where the motor is
 #                         the host's simulated plant, which takes the torque from the
-#                         agent's TORQUE report (sim.py)
+#                         agent's TORQUE report (sim.py); looked up once, when the agent
+#                         is built (as report() and take_joint_state())
 #   set_brake(on)         physical brake where the board has one
 #   send(buf, n)          put one logical frame (bus_protocol) on the bus
 #   ticks_us()            free-running microsecond clock

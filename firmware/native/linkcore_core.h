@@ -279,7 +279,8 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
 // first sample, check_response with work): it becomes safety's previous reading (N, V)
 // and S_Q, S_QD with A_i(q) (dh_local), and I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else
 // false, and nothing changed: the agent samples in Python. The agent calls it in RUN with
-// nothing latched and no joint locked.
+// nothing latched and no joint locked; FLAG_PLAIN also needs no identification, which no
+// config linkcore covers has (linkstate.covers).
 static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
     if (N[N_PYTHON] || !N[N_PREV]) {
         return false;
