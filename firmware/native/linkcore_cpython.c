@@ -139,27 +139,19 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         real *V = N == NULL ? NULL : buffer(args[8], &vb, VS * sizeof(real), "safety's V");
         Py_buffer wb;   // the node's block (wire_out), or None
         uint8_t *blk = V == NULL || args[6] == Py_None ? NULL : buffer(args[6], &wb, BLK, "node block");
-        if (V == NULL || (blk == NULL && args[6] != Py_None)) {
-            if (V != NULL) {
-                PyBuffer_Release(&vb);
+        bool got = V != NULL && (blk != NULL || args[6] == Py_None);   // every buffer (else an error is set)
+        if (got) {
+            t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, blk, state, N, V) : 0;
+        }
+        Py_buffer *held[5] = {blk ? &wb : NULL, V ? &vb : NULL, N ? &nb : NULL, tx ? &tb : NULL, S ? &sb : NULL};
+        for (int j = 0; j < 5; j++) {
+            if (held[j] != NULL) {
+                PyBuffer_Release(held[j]);
             }
-            if (N != NULL) {
-                PyBuffer_Release(&nb);
-            }
-            if (tx != NULL) {
-                PyBuffer_Release(&tb);
-            }
-            if (S != NULL) {
-                PyBuffer_Release(&sb);
-            }
+        }
+        if (!got) {
             release2(&fb, &ib);
             return NULL;
-        }
-        t = rx_take(t, (const uint8_t *)fb.buf + HEADER, S, I + I_RX) ? rx_act(t, S, I, tx, blk, state, N, V) : 0;
-        release2(&sb, &tb);
-        release2(&nb, &vb);
-        if (blk != NULL) {
-            PyBuffer_Release(&wb);
         }
     }
     release2(&fb, &ib);
