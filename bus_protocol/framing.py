@@ -3,6 +3,13 @@
 # Runs unchanged under CPython and MicroPython; never touches a port.
 
 
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+
 def cobs_encode_at(data, n, out, o):
     """Consistent Overhead Byte Stuffing of data[:n] into out[o:] (room for at least
     n + n // 254 + 2 bytes), followed by the 0x00 delimiter; returns the end (o + the
@@ -138,43 +145,33 @@ def put(out, o, data, span):
     return o + 1
 
 
-# The node's cut-through block (firmware/node.py): one bytearray holding what framing.cut
-# and its Thumb-assembly twin (thumb.py, where the offsets are written out) work on
-# besides the read itself (each buffer argument of an asm_thumb call costs ~100
-# instructions on a Cortex-M4F):
-#   [0:4] frames passed on by cut (uint32 LE)  [4] bytes queued up  [5] bytes queued down
-#   [6:8] frames handled by this call          [8:20] scratch (assembly)
-#   [BLK_TX:+TX] the up port's transmit buffer, then the down port's
-#   [BLK_TAB:+256] the routing table: dst -> where a frame for it from up goes (bits 0-1)
-#       and from down (bits 2-3): 1 pass up, 2 pass down, 0 not passed on; bit 6 (from
-#       up) and bit 7 (from down): the node's own, decoded into the pool; a frame with
-#       neither is left to the node (_pump: broadcast on a ring, overheard); bits 4-5:
-#       the node's own use
-#   [BLK_TAB+256], [BLK_TAB+257] set: a run without its delimiter carried over from the
-#       last read from up, from down
-#   [BLK_NMINE] frames in the pool  [BLK_NMINE+1] frames for the node that were not valid
-#       COBS (or longer than POOL_FRAME), not yet counted by the node
-#   [BLK_NMINE+2] set: a ring's goal waves are checked here (cut stands in for the node's
-#       _ring_admits): a broadcast GOAL or ASSERT of the tick whose GOAL has passed this
-#       node is neither passed on nor taken  [BLK_NMINE+3] that tick's low byte
-#       [BLK_NMINE+4] set: a GOAL has passed (the byte before is its tick)
-#   [BLK_NMINE+5] set: the node is handing the agent its frames (their answers are
-#       queued, and written once after)
-#   [BLK_MINE_N:+POOL] each pool frame's length  [BLK_POOL:+POOL*POOL_FRAME] the pool:
-#       the node's own frames of this round, decoded, for the agent
-MAX_WIRE = 80             # COBS bytes of the longest logical frame (64 -> 65), with margin
-TX = 2 * (MAX_WIRE + 1)   # a transmit buffer: two longest frames (one byte counts it)
-BLK_TX = 20
-BLK_TAB = BLK_TX + 2 * TX     # 344
-BLK_NMINE = BLK_TAB + 258     # 602
-BLK_MINE_N = BLK_NMINE + 6    # 608
-POOL = 8                      # frames held per poll round (more: handed over in batches)
-POOL_FRAME = 64               # messages.MAX_FRAME (tests/test_bus_protocol.py checks)
-BLK_POOL = BLK_MINE_N + POOL  # 616
-BLK = BLK_POOL + POOL * POOL_FRAME   # 1128 bytes
-FROM_DOWN = 1 << 24           # cut's span: the read came from the down port
-MINE_UP = 0x40                # routing table bits: the node's own, from up / from down
-MINE_DOWN = 0x80
+# The node's cut-through block (firmware/node.py): one bytearray holding what cut and
+# its Thumb-assembly twin (thumb.py) work on besides the read itself (each buffer
+# argument of an asm_thumb call costs ~100 instructions on a Cortex-M4F), laid out in
+# firmware/layout.py (BLK_*). Its routing table: dst -> where a frame for it from up
+# goes (bits 0-1) and from down (bits 2-3): 1 pass up, 2 pass down, 0 not passed on;
+# MINE_UP, MINE_DOWN: the node's own, decoded into the pool; a frame with neither is left
+# to the node (_pump: broadcast on a ring, overheard); bits 4-5: the node's own use.
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+MAX_WIRE = const(80)
+TX = const(162)
+ROOM = const(81)
+POOL = const(8)
+POOL_FRAME = const(64)
+BLK_TOTAL = const(0)
+BLK_QUEUED = const(4)
+BLK_K = const(6)
+BLK_TX = const(20)
+BLK_TAB = const(344)
+BLK_CARRY = const(600)
+BLK_NMINE = const(602)
+BLK_BAD = const(603)
+BLK_RING = const(604)
+BLK_RING_TICK = const(605)
+BLK_RING_HELD = const(606)
+BLK_MINE_N = const(608)
+BLK_POOL = const(616)
+# ---- end of layout ----
 
 
 def cut(data, blk, span):
@@ -187,19 +184,18 @@ def cut(data, blk, span):
     bytes) or overlong (> MAX_WIRE) run, at a transmit buffer without room for a longest
     frame, at a full pool, or at a run without its delimiter; does nothing while a run is
     carried over. Empty runs are skipped; a frame for the node that does not decode is
-    counted in blk[BLK_NMINE + 1]. With blk[BLK_NMINE + 2] set, a broadcast GOAL or
+    counted in blk[BLK_BAD]. With blk[BLK_RING] set, a broadcast GOAL or
     ASSERT (a ring's goal waves, firmware/node.py _ring_admits) of the tick whose GOAL has
     passed is skipped (handled: neither passed on nor taken), and a GOAL handled holds its
     tick; one shorter than 8 COBS bytes stops it. Returns the number k of frames handled when the whole
     read is done, else -1 - (i | j << 12): the index it stopped at and that run's
-    delimiter (0xFFF: none in the read), k in blk[6:8]. Allocates nothing."""
+    delimiter (0xFFF: none in the read), k in blk[BLK_K:BLK_K + 2]. Allocates nothing."""
     n = span & 0xFFF
     i = span >> 12 & 0xFFF
     down = span >> 24
-    t = BLK_TAB
     k = 0       # frames handled
     passed = 0  # of which passed on
-    while i < n and not blk[t + 256 + down]:
+    while i < n and not blk[BLK_CARRY + down]:
         j = find0(data, i, n)
         if j == i:
             i += 1
@@ -208,52 +204,53 @@ def cut(data, blk, span):
             break
         dst = cobs_peek(data, i, j, 2)
         goal = -1
-        if dst == 255 and blk[BLK_NMINE + 2]:   # a ring's goal waves
+        if dst == 255 and blk[BLK_RING]:   # a ring's goal waves
             mt = cobs_peek(data, i, j, 0)
             if mt == 4 or mt == 5:   # GOAL, ASSERT (messages.py)
                 if j - i < 8:
                     break
                 tick = cobs_peek(data, i, j, 6)   # the tick's low byte
-                if blk[BLK_NMINE + 4] and blk[BLK_NMINE + 3] == tick:
+                if blk[BLK_RING_HELD] and blk[BLK_RING_TICK] == tick:
                     k += 1   # the other wave got here first
                     i = j + 1
                     continue
                 if mt == 4:
                     goal = tick
-        v = blk[t + dst]
+        v = blk[BLK_TAB + dst]
         side = v >> 2 * down & 3
         mine = v >> 6 + down & 1
         if not side and not mine:
             break
-        if side and blk[3 + side] > TX - MAX_WIRE - 1:
+        if side and blk[BLK_QUEUED - 1 + side] > ROOM:
             break
         f = blk[BLK_NMINE]
         if mine and f == POOL:
             break
         if side:
             base = BLK_TX + (side - 1) * TX
-            blk[3 + side] = put(blk, base + blk[3 + side], data, i | j << 16) - base
+            q = BLK_QUEUED - 1 + side
+            blk[q] = put(blk, base + blk[q], data, i | j << 16) - base
             passed += 1
         if mine:
             if goal >= 0:
-                blk[BLK_NMINE + 3] = goal
-                blk[BLK_NMINE + 4] = 1
+                blk[BLK_RING_TICK] = goal
+                blk[BLK_RING_HELD] = 1
             r = cobs_decode_at(data, i, j, blk, BLK_POOL + f * POOL_FRAME, POOL_FRAME)
             if r < 0:
-                blk[BLK_NMINE + 1] = (blk[BLK_NMINE + 1] + 1) & 0xFF
+                blk[BLK_BAD] = (blk[BLK_BAD] + 1) & 0xFF
             else:
                 blk[BLK_MINE_N + f] = r
                 blk[BLK_NMINE] = f + 1
         k += 1
         i = j + 1
     c = passed
-    for b in range(4):   # the total += passed, byte by byte (no int beyond 30 bits: no allocation)
+    for b in range(BLK_TOTAL, BLK_TOTAL + 4):   # the total += passed, byte by byte (no int beyond 30 bits: no allocation)
         c += blk[b]
         blk[b] = c & 0xFF
         c >>= 8
-    blk[6] = k & 0xFF
-    blk[7] = k >> 8 & 0xFF
-    if i == n and not blk[t + 256 + down]:
+    blk[BLK_K] = k & 0xFF
+    blk[BLK_K + 1] = k >> 8 & 0xFF
+    if i == n and not blk[BLK_CARRY + down]:
         return k
     j = find0(data, i, n)
     return -1 - (i | (0xFFF if j < 0 else j) << 12)

@@ -69,21 +69,15 @@ def _once(name):
     return mod
 
 
-MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
-# lengths of the frames linkcore writes: m.OVERHEAD + m.payload_size(type) (header, payload,
-# CRC: bus_protocol/SPEC.md); const, so MicroPython inlines them (no global load in the
-# hot path); tests/test_firmware.py checks the sums
-K_FRAME = const(64)
-ASSERT_FRAME = const(50)
-# the hot frames' types (messages.py) and S's slots (linkstate.py) the hot path uses, as
-# const: a module's attribute is a lookup per use (tests/test_firmware.py checks them)
-SYNC = const(1)
-KINEMATIC = const(3)
-GOAL = const(4)
+# the layouts, frame lengths and the hot frames' types this module uses, as const:
+# MicroPython inlines them (a name imported from another module is a lookup per use)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 S_QD = const(7)
+S_IN = const(12)
+S_GOAL = const(63)
+S_ASSERT = const(94)
 S_JOINT = const(238)
 S_Q = const(246)
-# the agent's integers I (linkstate.py), as const for the same reason
 I_TICK = const(0)
 I_SEQ = const(1)
 I_KIN = const(2)
@@ -102,20 +96,30 @@ INTS = const(16)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
 FLAG_SAMPLED = const(16)
-# safety's per-sample state (linkstate.N_*, V_*), as const for the same reason
-N_U_RUN = const(4)
-V_LAST_U = const(2)
-K_QUEUED = const(0x12)
-K_SENT = const(0x13)
-GOAL_ACTED = const(0x14)
+K_QUEUED = const(18)
+K_SENT = const(19)
+GOAL_ACTED = const(20)
 DUE_STATUS = const(1)
 DUE_TIMING = const(2)
 DUE_QUEUED = const(8)
-RUN = const(1)          # safety.RUN, BRAKED, F_SENSOR (a name imported from another
-BRAKED = const(2)       # module is a dictionary lookup per use)
-F_SENSOR = const(0x40)
+N_U_RUN = const(4)
+NS = const(7)
+V_LAST_U = const(2)
+VS = const(8)
+K_FRAME = const(64)
+ASSERT_FRAME = const(50)
+TORQUE_FRAME = const(41)
+TX_FRAMES = const(114)
+MAX_ASSERT = const(16)
+TIMING_SLOTS = const(12)
+SYNC = const(1)
+KINEMATIC = const(3)
+GOAL = const(4)
+RUN = const(1)
+BRAKED = const(2)
+F_SENSOR = const(64)
+# ---- end of layout ----
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
-TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -186,7 +190,7 @@ def _close(self, u, encoded, state, due=-1):
     out = self._report
     if due >= 0 or (encoded and sf.state == state):   # linkcore's frame, of the right state
         if due < DUE_QUEUED:   # (else on its way already)
-            (out or hal.send)(self._tx, 41)
+            (out or hal.send)(self._tx, TORQUE_FRAME)
         I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
     else:
         c = self.components
@@ -316,8 +320,8 @@ class LinkAgent:
         self.hal = hal
         self.I = array("i", bytes(4 * INTS))
         # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
-        self._tx = bytearray(114)
-        self._tx_assert = memoryview(self._tx)[64:]
+        self._tx = bytearray(TX_FRAMES)
+        self._tx_assert = memoryview(self._tx)[K_FRAME:]
         # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
         # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
@@ -326,7 +330,7 @@ class LinkAgent:
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self._wire = None   # a ChainNode's block, where linkcore queues the hot frames (on_wire)
         # safety's per-sample state (Safety.N, V: linkcore.sample's), the same arrays every run
-        self._safety_nv = (array("i", bytes(4 * linkstate.NS)), array(linkstate.FLOAT, [0.0] * linkstate.VS))
+        self._safety_nv = (array("i", bytes(4 * NS)), array(linkstate.FLOAT, [0.0] * VS))
         self.configure(cfg)
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
@@ -564,7 +568,7 @@ class LinkAgent:
 
     def compose(self, quat0, p0, v0, w0):
         if self.core is not None:
-            linkstate.put(self.S, linkstate.S_IN, quat0 + p0 + v0 + w0)
+            linkstate.put(self.S, S_IN, quat0 + p0 + v0 + w0)
             self.send_kinematic()
             return
         rot, trans = self.a_i
@@ -688,7 +692,7 @@ class LinkAgent:
         if self.core is None:
             self._ap[na] = (v[3:6], v[6:12])
         else:
-            linkstate.put(self.S, linkstate.S_ASSERT + 9 * na, v, 3, 12)
+            linkstate.put(self.S, S_ASSERT + 9 * na, v, 3, 12)
         I[I_NA] = na + 1
 
     def on_goal(self, v):
@@ -697,7 +701,7 @@ class LinkAgent:
             self.late += 1
             return
         if self.core is not None:
-            linkstate.put(self.S, linkstate.S_GOAL, v, 2, 11)
+            linkstate.put(self.S, S_GOAL, v, 2, 11)
             v = True
         self.take_goal(v)
 

@@ -8,7 +8,17 @@ import time
 
 from firmware import boards, safety
 from firmware.agent import LinkAgent
-from firmware.linkstate import I_ACTED, I_TICK
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+I_TICK = const(0)
+I_ACTED = const(3)
+# ---- end of layout ----
 
 VERSION = "0.1.0"
 

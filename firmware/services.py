@@ -16,7 +16,9 @@ except ImportError:  # CPython
     const = micropython.const
 
 LOG_SLOTS = 4
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 TIMING_SLOTS = const(12)
+# ---- end of layout ----
 NOT_FINISHED = 0xFFFF   # a cycle the node did not act in (or took over 65 ms)
 
 

@@ -5,6 +5,7 @@
 from array import array
 
 from bus_protocol import framing
+from firmware import layout
 from bus_protocol import messages as m
 
 _seed = [12345]
@@ -68,27 +69,27 @@ def cut_case(run):
     n = len(data)
     if n > 0xFFF:
         return "-"
-    blk = bytearray(framing.BLK)
+    blk = bytearray(layout.BLK)
     for d in range(256):   # passed on (either side), the node's own (either side), both, neither
-        blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0)
-                                    | (framing.MINE_UP if rnd(4) == 0 else 0)
-                                    | (framing.MINE_DOWN if rnd(4) == 0 else 0))
+        blk[layout.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0)
+                                    | (layout.MINE_UP if rnd(4) == 0 else 0)
+                                    | (layout.MINE_DOWN if rnd(4) == 0 else 0))
     down = rnd(2)
-    blk[framing.BLK_TAB + 256 + down] = 1 if rnd(16) == 0 else 0
-    blk[4] = (0, 0, 40, 81, 82)[rnd(5)]
-    blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
-    blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]   # frames already in the pool
-    blk[framing.BLK_NMINE + 1] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
-    f0 = blk[framing.BLK_NMINE]
+    blk[layout.BLK_CARRY + down] = 1 if rnd(16) == 0 else 0
+    blk[layout.BLK_QUEUED] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[layout.BLK_QUEUED + 1] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[layout.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]   # frames already in the pool
+    blk[layout.BLK_BAD] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
+    f0 = blk[layout.BLK_NMINE]
     i = rnd(3) if n > 2 else 0
-    r = framing.cut(data, blk, n | i << 12 | (framing.FROM_DOWN if down else 0))
-    up = blk[framing.BLK_TX:framing.BLK_TX + blk[4]]
-    dn = blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]
-    pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
-                                 framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
-                   for f in range(f0, blk[framing.BLK_NMINE]))
-    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:8]), hx(up), hx(dn),
-                                             hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool)
+    r = framing.cut(data, blk, n | i << 12 | (layout.FROM_DOWN if down else 0))
+    up = blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]
+    dn = blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]
+    pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
+                                 layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
+                   for f in range(f0, blk[layout.BLK_NMINE]))
+    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:layout.BLK_DATA]), hx(up), hx(dn),
+                                             hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool)
 
 
 def mine_cases(cases=200):
@@ -115,25 +116,25 @@ def mine_cases(cases=200):
                 w[rnd(len(w))] = rnd(256)   # corrupt one byte (a 0 splits the run)
             frames.append(bytes(w))
         data = bytearray(b"\x00".join(frames) + (b"\x00" if rnd(4) else b""))
-        blk = bytearray(framing.BLK)
+        blk = bytearray(layout.BLK)
         down = rnd(2)
         for d in (3, 255, 7):
-            blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(2) else 0)
-                                        | (framing.MINE_UP | framing.MINE_DOWN if rnd(3) else 0))
-        blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
-        blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
-        blk[framing.BLK_NMINE + 2] = rnd(2)           # a ring: the goal waves checked
-        blk[framing.BLK_NMINE + 3] = (5, 6, 0)[rnd(3)]
-        blk[framing.BLK_NMINE + 4] = rnd(2)           # a GOAL's tick held
-        f0 = blk[framing.BLK_NMINE]
-        r = framing.cut(data, blk, len(data) | (framing.FROM_DOWN if down else 0))
-        pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
-                                     framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
-                       for f in range(f0, blk[framing.BLK_NMINE]))
+            blk[layout.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(2) else 0)
+                                        | (layout.MINE_UP | layout.MINE_DOWN if rnd(3) else 0))
+        blk[layout.BLK_QUEUED + 1] = (0, 0, 40, 81, 82)[rnd(5)]
+        blk[layout.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
+        blk[layout.BLK_RING] = rnd(2)           # a ring: the goal waves checked
+        blk[layout.BLK_RING_TICK] = (5, 6, 0)[rnd(3)]
+        blk[layout.BLK_RING_HELD] = rnd(2)           # a GOAL's tick held
+        f0 = blk[layout.BLK_NMINE]
+        r = framing.cut(data, blk, len(data) | (layout.FROM_DOWN if down else 0))
+        pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
+                                     layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
+                       for f in range(f0, blk[layout.BLK_NMINE]))
         print("M%d %d %s up %s down %s pool %s%s" % (
-            t, r, hx(blk[0:8]), hx(blk[framing.BLK_TX:framing.BLK_TX + blk[4]]),
-            hx(blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]),
-            hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool))
+            t, r, hx(blk[0:layout.BLK_DATA]), hx(blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]),
+            hx(blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]),
+            hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool))
 
 
 if __name__ == "__main__":

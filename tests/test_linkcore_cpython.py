@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from firmware import layout
 from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, pure_python
 
 
@@ -358,8 +359,8 @@ def test_linkcore_sample_is_the_pure_pythons_sample(reading):
             assert (fast.safety.faults, fast.safety.state) == (pure.safety.faults, pure.safety.state), (case, tick)
             assert (fast.safety.N, fast.safety.V) == (pure.safety.N, pure.safety.V), (case, tick)
             # the torque, and the reading (in S where linkcore's sample took it)
-            sampled = fast.I[linkstate.I_FLAGS] & linkstate.FLAG_SAMPLED
-            got = (fast.S[linkstate.S_Q], fast.S[linkstate.S_QD]) if sampled else (fast.q, fast.qd)
+            sampled = fast.I[layout.I_FLAGS] & layout.FLAG_SAMPLED
+            got = (fast.S[layout.S_Q], fast.S[layout.S_QD]) if sampled else (fast.q, fast.qd)
             assert fast.u[0] == pure.u[0] and got == (pure.q, pure.qd), (case, tick)
             if reading == "encoder":
                 assert fast.hal.written == pure.hal.written

@@ -7,7 +7,9 @@ try:
 except ImportError:  # CPython
     const = micropython.const
 
-_I_JOINT = const(15)   # linkstate.I_JOINT (tests/test_firmware.py checks it)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+_I_JOINT = const(15)
+# ---- end of layout ----
 
 
 class SimHAL:

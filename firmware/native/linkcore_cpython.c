@@ -134,7 +134,7 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (t != 0) {
         real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
-        uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, 114, "frame buffer");
+        uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, TX_FRAMES, "frame buffer");
         int32_t *N = tx == NULL ? NULL : int_array(args[7], &nb, NS, "safety's N");
         real *V = N == NULL ? NULL : buffer(args[8], &vb, VS * sizeof(real), "safety's V");
         Py_buffer wb;   // the node's block (wire_out), or None
@@ -206,7 +206,7 @@ static PyObject *sample_fun(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyBool_FromLong(done);
 }
 
-// kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
+// kinematic(S, I, tx): K_i and its frames in tx (TX_FRAMES bytes: kinematic_i)
 static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 3, "kinematic")) {
         return NULL;
@@ -214,7 +214,7 @@ static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_buffer sb, ib, tb;
     int32_t *I;
     uint8_t *tx;
-    real *S = state_ints_frame(args, 114, &sb, &ib, &tb, &I, &tx);
+    real *S = state_ints_frame(args, TX_FRAMES, &sb, &ib, &tb, &I, &tx);
     if (S == NULL) {
         return NULL;
     }
@@ -224,7 +224,7 @@ static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 // torque(S, I, tx, goal, q, qd, state) -> finite: the components into S_C, u into S_U,
-// and the TORQUE frame (41 bytes) in tx (torque_i)
+// and the TORQUE frame (TORQUE_FRAME bytes) in tx (torque_i)
 static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 7, "torque")) {
         return NULL;
@@ -239,7 +239,7 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_buffer sb, ib, tb;
     int32_t *I;
     uint8_t *tx;
-    real *S = state_ints_frame(args, 41, &sb, &ib, &tb, &I, &tx);
+    real *S = state_ints_frame(args, TORQUE_FRAME, &sb, &ib, &tb, &I, &tx);
     if (S == NULL) {
         return NULL;
     }
