@@ -135,15 +135,14 @@ def crc16_table(data, n=None):
     return c
 
 
-_crc_native = None
-if _crc_hqx is None:
-    try:  # ARM boards: Thumb assembly, ~13 instructions a byte against viper's ~75
-        from bus_protocol.thumb import crc16 as _crc_native
-    except Exception:
-        try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
-            from bus_protocol.crc_native import crc16_viper as _crc_native  # noqa: F811
-        except Exception:
-            _crc_native = None
+_crc_native = None   # a board's CRC loop over (data, n, _CRC_TABLE), where crc_hqx is absent
+
+
+def use_crc_loop(fn):
+    """crc16 runs fn(data, n, table) where binascii has no crc_hqx: a board's assembly
+    or viper loop of crc16_table (firmware/accel installs it)."""
+    global _crc_native
+    _crc_native = fn
 
 
 def crc16(data, n=None):

@@ -4,6 +4,7 @@
 from array import array
 
 from bus_protocol import messages as m
+from firmware import accel  # noqa: F401  (a board's CRC loop into messages.crc16)
 from firmware import behaviours, linkstate, safety, services
 from firmware.hal import ticks_diff
 from firmware.safety import BIG, LOW

@@ -13,10 +13,10 @@ except ImportError:  # CPython
     from firmware.hal import micropython
     const = micropython.const
 
-from bus_protocol import framing
 from bus_protocol import messages as m
-from bus_protocol.framing import cobs_decode_span as _decode, cobs_encode_at as _encode_at
-from bus_protocol.framing import cobs_peek as _peek, cut as _cut, put as _put
+from firmware.accel import forward
+from firmware.accel.forward import cobs_decode_span as _decode, cobs_encode_at as _encode_at
+from firmware.accel.forward import cobs_peek as _peek, cut as _cut, put as _put
 
 
 # the buffer block's layout (firmware/layout.py) as const: MicroPython inlines them (a
@@ -128,12 +128,12 @@ class ChainNode:
         self.down_dead = False        # ring: the down wire's far end is gone
         # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
         # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
-        # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
+        # per forwarded frame on a Cortex-M4F; the viper loops of firmware/accel/cobs_native.py
         # move the bytes).
         # the transmit buffers, the routing tables and the cut-through counters in one
-        # block (framing.cut's layout: fewer buffer arguments per call)
+        # block (forward.cut's layout: fewer buffer arguments per call)
         if bufsize > 0xFFF:
-            raise ValueError("bufsize %d > 4095 (framing.cut's span)" % bufsize)
+            raise ValueError("bufsize %d > 4095 (forward.cut's span)" % bufsize)
         self._rx = bytearray(bufsize)
         self._blk = bytearray(_BLK)
         mv = memoryview(self._blk)
@@ -141,14 +141,14 @@ class ChainNode:
         self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
         self._tx_up = mv[_BLK_TX:_BLK_TX_DOWN]
         self._txv = (self._tx_up, mv[_BLK_TX_DOWN:_BLK_TAB])
-        # dst -> the one port framing.cut passes a frame to untouched (1 up, 2 down),
+        # dst -> the one port forward.cut passes a frame to untouched (1 up, 2 down),
         # per port it came from (bits 0-1 up, 2-3 down), and whether it is this node's
         # own, decoded into the pool (bit 6 from up, 7 from down); neither: _pump looks at
         # it (_tables); [BLK_CARRY - BLK_TAB + side]: a run without its delimiter carried over from the
         # last read
         self._cut_tab = mv[_BLK_TAB:]
-        self._forwarded = 0   # frames passed on by _pump (framing.cut counts its own)
-        # this round's own frames, decoded (by framing.cut, or _pump), for the agent
+        self._forwarded = 0   # frames passed on by _pump (forward.cut counts its own)
+        # this round's own frames, decoded (by forward.cut, or _pump), for the agent
         self._pool = [mv[_BLK_POOL + f * _POOL_FRAME:_BLK_POOL + (f + 1) * _POOL_FRAME]
                       for f in range(_POOL)]
         self.dropped = 0
@@ -175,7 +175,7 @@ class ChainNode:
         raise AttributeError(name)
 
     def _tables(self):
-        """framing.cut's routing table, from _route: a frame that only passes through
+        """forward.cut's routing table, from _route: a frame that only passes through
         (not this node's, not broadcast, not overheard, not dropped) is cut through; with
         no overhearing, a frame for this node is decoded into the pool
         by cut too, and a broadcast both (what _pump would do with them; on a ring cut
@@ -225,7 +225,7 @@ class ChainNode:
 
     def _queue(self, side, data, span):
         """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
-        transmit buffer (span packs start and end: framing.put)."""
+        transmit buffer (span packs start and end: forward.put)."""
         o = self._blk[_BLK_QUEUED + side]
         if o > _ROOM:   # no room for a longest frame: the buffer goes out first
             _flush(self)
@@ -261,7 +261,7 @@ class ChainNode:
         return s
 
     def _pump(self, r, n, side):
-        """The read of n bytes in rx from port `side` (0 up, 1 down) where framing.cut
+        """The read of n bytes in rx from port `side` (0 up, 1 down) where forward.cut
         stopped (r = its result < 0): the frame there taken apart here, then cut-through
         again. Returns the frames handled."""
         rx = self._rx
@@ -277,7 +277,7 @@ class ChainNode:
             r = -1 - r
             i = r & 0xFFF
             if tab[carried]:        # a run carried over from the last read
-                i = framing.split_into(rx, i, n, self._acc[side], st)
+                i = forward.split_into(rx, i, n, self._acc[side], st)
                 if i < 0:
                     return k    # still no delimiter
                 tab[carried] = 0
@@ -292,7 +292,7 @@ class ChainNode:
             else:
                 j = r >> 12     # its delimiter, found by cut
                 if j == 0xFFF:  # none: a partial run, continued with the next read
-                    framing.split_into(rx, i, n, self._acc[side], st)
+                    forward.split_into(rx, i, n, self._acc[side], st)
                     tab[carried] = 1
                     return k
                 # the frame lies whole in this read: it is routed and decoded where it
@@ -343,13 +343,13 @@ class ChainNode:
         here. Frames from down other than that batch come only round a dead node."""
         if dst == m.HOST or (port is self.down and dst != m.BROADCAST):
             return True   # the long way round a dead node (a healthy ring has none of these)
-        mt = framing.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
+        mt = forward.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
         if mt != m.GOAL and mt != m.ASSERT:
             return True   # from down only when the host routes round a dead node
         # the batch's tick (low byte), not the agent's: a goal whose tick's SYNC and K_0
         # were lost is the first the agent hears of that tick (it syncs on it)
-        tick = framing.cobs_peek(data, i, j, m.HEADER_SIZE)
-        blk = self._blk   # the tick held where framing.cut holds it
+        tick = forward.cobs_peek(data, i, j, m.HEADER_SIZE)
+        blk = self._blk   # the tick held where forward.cut holds it
         if blk[_BLK_RING_HELD] and blk[_BLK_RING_TICK] == tick:
             return False          # the other wave got here first
         if mt == m.GOAL:
@@ -360,7 +360,7 @@ class ChainNode:
     @micropython.native   # (LinkAgent.receive says why)
     def poll(self, cut=_cut):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
-        at most one read per port per call. Written out per port, with framing.cut
+        at most one read per port per call. Written out per port, with forward.cut
         first: a frame only passing by costs a read, one cut and one write (a method
         call costs ~700 instructions on a Cortex-M4F). `cut` is a default argument, a
         local, and the buffers and ports come in one tuple: a global or an attribute is a

@@ -8,13 +8,14 @@ import random
 import pytest
 
 from bus_protocol import framing
+from firmware.accel import forward
 from bus_protocol import messages as m
 from firmware import layout
 from host import layouts
 from tests import thumb_sim
 from tests.conftest import REPO
 
-THUMB = REPO / "bus_protocol" / "thumb.py"
+THUMB = REPO / "firmware" / "accel" / "thumb.py"
 
 
 def test_every_generated_file_is_what_the_table_makes():
@@ -120,7 +121,7 @@ def _meaningful(blk):
 
 
 def test_the_thumb_forwarder_leaves_the_block_as_the_python_reference():
-    """framing.cut's Thumb twin on 3000 random reads and blocks: the same answer and the
+    """forward.cut's Thumb twin on 3000 random reads and blocks: the same answer and the
     same block (the offsets it reads and writes are the table's, and encodable)."""
     cut = thumb_sim.load(THUMB)["cut"]
     rng = random.Random(25)
@@ -128,7 +129,7 @@ def test_the_thumb_forwarder_leaves_the_block_as_the_python_reference():
     for k in range(3000):
         data, blk, span = _case(rng)
         want_blk = bytearray(blk)
-        want = framing.cut(bytes(data), want_blk, span)
+        want = forward.cut(bytes(data), want_blk, span)
         mem = thumb_sim.Memory()
         got_blk = bytearray(blk)
         got = thumb_sim.run(cut, [mem.place(bytearray(data)), mem.place(got_blk), span], mem)

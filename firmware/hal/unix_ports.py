@@ -9,6 +9,7 @@ import time
 
 from bus_protocol import can_ids, framing, medium
 from bus_protocol import messages as m
+from firmware.accel import forward
 
 try:
     from micropython import const
@@ -112,11 +113,11 @@ class StreamPort(_Paced, _Faulty):
         n = len(buf)
         i = 0
         while i < n:
-            j = framing.find0(buf, i, n)
+            j = forward.find0(buf, i, n)
             if j < 0:
                 j = n
             wire = buf[i:j + 1]
-            src = framing.cobs_peek(buf, i, j, 1)
+            src = forward.cobs_peek(buf, i, j, 1)
             if src == self.me:
                 frame = bytearray(m.MAX_FRAME)
                 k = framing.cobs_decode_into(buf, i, j, frame)

@@ -1,7 +1,7 @@
-# framing's byte loops (COBS encoder at an offset, decoder and peek, find0, put, cut, split_into) and
+# forward.py's byte loops (COBS encoder at an offset, decoder and peek, find0, put, cut, split_into) and
 # messages' CRC in ARM Thumb assembly (MicroPython's inline assembler, 16-bit Thumb-1
 # instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
-# Imported by framing.py and messages.py first where @micropython.asm_thumb exists;
+# Imported by forward.py and firmware/accel first where @micropython.asm_thumb exists;
 # there the viper modules (cobs_native.py, crc_native.py) are not loaded (RAM as .mpy).
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
 # these ~8: scanning a 50-byte frame for its delimiter takes 800 instructions, not 4300.
@@ -93,7 +93,7 @@ def put(r0, r1, r2, r3):
 
 @micropython.asm_thumb
 def cut(r0, r1, r2):
-    # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> framing.cut. blk as
+    # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> forward.cut. blk as
     # firmware/layout.py lays it out (BLK_*: the shift at BLK_SHIFT is a byte, its word
     # cleared at the start; r5 points at BLK_NMINE where the pool's header is used). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy
@@ -461,7 +461,7 @@ def cut(r0, r1, r2):
 
 @micropython.asm_thumb
 def cobs_peek(r0, r1, r2, r3):
-    # r0 data, r1 i, r2 j, r3 k -> framing.cobs_peek: byte k of the frame COBS-encoded
+    # r0 data, r1 i, r2 j, r3 k -> forward.cobs_peek: byte k of the frame COBS-encoded
     # in data[i:j], or -1
     add(r1, r0, r1)      # noqa: F821  p
     add(r2, r0, r2)      # noqa: F821  end
@@ -506,7 +506,7 @@ def cobs_peek(r0, r1, r2, r3):
 @micropython.asm_thumb
 def _split(r0, r1, r2, r3):
     # r0 data, r1 span = i | n << 16, r2 acc (MAX_WIRE = 80 bytes), r3 st (array('i'))
-    # -> framing.split_into
+    # -> forward.split_into
     lsr(r4, r1, 16)      # noqa: F821
     add(r4, r0, r4)      # noqa: F821  end
     lsl(r1, r1, 16)      # noqa: F821
@@ -573,7 +573,7 @@ def crc16(r0, r1, r2):
 
 @micropython.asm_thumb
 def cobs_encode_at(r0, r1, r2, r3):
-    # r0 data, r1 n, r2 out, r3 o -> the end: framing.cobs_encode_at's loop, at out + o
+    # r0 data, r1 n, r2 out, r3 o -> the end: forward.cobs_encode_at's loop, at out + o
     add(r2, r2, r3)      # noqa: F821
     push({r3})           # noqa: F821  o, for the end
     mov(r3, 0)           # noqa: F821  code_i
@@ -613,7 +613,7 @@ def cobs_encode_at(r0, r1, r2, r3):
 
 @micropython.asm_thumb
 def cobs_decode_span(r0, r1, r2, r3):
-    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> framing.cobs_decode_into
+    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> forward.cobs_decode_into
     lsr(r5, r1, 16)      # noqa: F821
     lsl(r4, r1, 16)      # noqa: F821
     lsr(r4, r4, 16)      # noqa: F821
