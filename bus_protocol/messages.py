@@ -189,7 +189,10 @@ def encode_into(buf, mtype, src, dst, seq, values):
     try:
         if fmt:
             n = _SIZE[mtype]
-            struct.pack_into(fmt, buf, HEADER_SIZE, *values)
+            try:
+                struct.pack_into(fmt, buf, HEADER_SIZE, *values)
+            except OverflowError:   # CPython refuses a float beyond float32's range, which
+                struct.pack_into(fmt, buf, HEADER_SIZE, *[_f32(x) for x in values])   # IEEE 754 rounds to inf
         elif mtype == CONFIG:
             data = values[2]
             n = 4 + len(data)
@@ -213,6 +216,20 @@ def encode_into(buf, mtype, src, dst, seq, values):
     buf[end] = c & 0xFF
     buf[end + 1] = c >> 8
     return end + 2
+
+
+def _f32(x):
+    """x as a float32 field takes it: a float beyond float32's range as +-inf (the IEEE 754
+    rounding C and MicroPython give it); anything else unchanged."""
+    if isinstance(x, float):
+        try:
+            struct.pack("<f", x)
+        except OverflowError:
+            return _INF if x > 0 else -_INF
+    return x
+
+
+_INF = float("inf")
 
 
 def encode(mtype, src, dst, seq, values):

@@ -256,6 +256,7 @@ def _on_sync(self, tick):
     if self.core is None:
         th, d, a, al = self.dh
         self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        self.qd_a = self.qd   # the speed K_i is composed with: the sync's (as linkcore's S_QD)
     else:   # in linkcore, with its trigonometry (math.cos and math.sin, bit for bit)
         self.core.a_i(self.S, I, q, self.qd)
         # linkcore closes this tick's cycle at its goal where nothing is latched or locked
@@ -354,6 +355,7 @@ class LinkAgent:
         self.q_lock = None
         self.z = (0.0, 0.0, 1.0)
         self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
+        self.qd_a = 0.0   # and the joint speed of its reading
         self.p_prev = (0.0, 0.0, 0.0)
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
@@ -537,7 +539,15 @@ class LinkAgent:
             if sf.pending:
                 self.report_faults()
             self.sample()
-            self.actuate(None)
+            if self.I[I_TICK] >= 0:
+                self.actuate(None)
+            elif safety.is_fault_state(sf.state):   # no tick yet: the fault's torque to the
+                _reading(self)                       # motor, and no TORQUE of no tick
+                self._torque_python(None, sf.state)
+                self.u[0] = self._arbitrate()
+                write = self._books[3]
+                if write is not None:
+                    write(self.u[0])
         return safety.is_fault_state(sf.state)
 
     def on_kinematic(self, v, r=0):
@@ -573,7 +583,7 @@ class LinkAgent:
             self.send_kinematic()
             return
         rot, trans = self.a_i
-        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd, quat0, p0, v0, w0)
+        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd_a, quat0, p0, v0, w0)
         self.p_prev = p0
         self.z = z
         self.quat = quat

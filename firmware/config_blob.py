@@ -152,17 +152,24 @@ def configure(agent, cfg):
     # the native core where it is importable and covers this config (firmware/linkstate.py):
     # then A_i, K_i, the torque and their frames live in the float array S; a CONFIG keeps
     # the tick's state in it (A_i of the sync, K, the reading), as the pure Python keeps
-    # its own, and the torque of the last cycle (agent.u[0])
+    # its own, and the torque of the last cycle (agent.u[0]); a CONFIG that moves the link
+    # between linkcore and the pure Python carries the tick's state across (linkstate
+    # to_python, from_python)
     old = agent.S if getattr(agent, "core", None) is not None else None
+    was_python = hasattr(agent, "core") and agent.core is None
     u = agent.u[0] if hasattr(agent, "u") else 0.0
     core = linkstate.linkcore
     agent.core = core if core is not None and linkstate.covers(cfg) else None
     if agent.core is None:
         lazy._python_cycle()
+        if old is not None:
+            linkstate.to_python(agent, old)
         agent.components = [0.0] * 6
         agent.u = array(linkstate.FLOAT, (u,))
     else:
         agent.S = linkstate.state(agent, old)
+        if was_python:
+            linkstate.from_python(agent, agent.S)
         agent.components = memoryview(agent.S)[S_C:S_C + 6]
         agent.u = memoryview(agent.S)[S_U:S_U + 1]
         agent.u[0] = u

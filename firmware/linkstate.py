@@ -25,7 +25,11 @@ except ImportError:  # CPython
 
 # the layouts (firmware/layout.py; the same numbers as linkcore's linkcore_layout.h)
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+S_ROT = const(0)
+S_TRANS = const(4)
+S_QD = const(7)
 S_DH = const(8)
+S_PREV = const(25)
 S_Z = const(38)
 S_K = const(41)
 S_COUPLET = const(54)
@@ -34,9 +38,12 @@ S_PD = const(76)
 S_JL = const(79)
 S_USAT = const(83)
 S_CENTROID = const(84)
+S_Q = const(246)
 S_THETA = const(247)
 SLOTS = const(248)
+I_FLAGS = const(8)
 INTS = const(16)
+FLAG_SAMPLED = const(16)
 NS = const(7)
 VS = const(8)
 # ---- end of layout ----
@@ -82,6 +89,39 @@ def state(agent, old=None):
     put(S, S_CENTROID, agent.centroid)
     put(S, S_COUPLET + 3, (0.0,) * 6 if agent.weight is None else agent.weight)
     return S
+
+
+def to_python(agent, S):
+    """The tick's state in S (A_i and the speed it is of, the reading, K_i, z_i, p_{i-1})
+    as the pure Python's attributes: a CONFIG that moves the link off linkcore."""
+    if agent.I[I_FLAGS] & FLAG_SAMPLED:   # the reading where linkcore.sample left it
+        agent.q = S[S_Q]
+        agent.qd = S[S_QD]
+    agent.a_i = (_get(S, S_ROT, 4), _get(S, S_TRANS, 3))
+    agent.qd_a = S[S_QD]
+    agent.quat = _get(S, S_K, 4)
+    agent.p = _get(S, S_K + 4, 3)
+    agent.vel = _get(S, S_K + 7, 3)
+    agent.w = _get(S, S_K + 10, 3)
+    agent.z = _get(S, S_Z, 3)
+    agent.p_prev = _get(S, S_PREV + 4, 3)
+
+
+def from_python(agent, S):
+    """The pure Python's tick state into S (to_python's inverse): a CONFIG that moves the
+    link onto linkcore."""
+    rot, trans = agent.a_i
+    put(S, S_ROT, rot)
+    put(S, S_TRANS, trans)
+    S[S_QD] = agent.qd_a
+    S[S_Q] = agent.q
+    put(S, S_K, agent.quat + agent.p + agent.vel + agent.w)
+    put(S, S_Z, agent.z)
+    put(S, S_PREV + 4, agent.p_prev)
+
+
+def _get(S, at, n):
+    return tuple(S[at + j] for j in range(n))
 
 
 def packet(S, tick):

@@ -143,8 +143,12 @@ def test_cpython_fast_codec_matches_the_portable_one():
         assert m.encode(t, 1, 2, 3, vals) == bytes(b2[:m._encode_into_portable(b2, t, 1, 2, 3, vals)])
     bad = [(0x42, 0, 1, 0, ()), (0, 0, 1, 0, ()), (-1, 0, 1, 0, (1,)), (m.SYNC, 0, 1, 0, (1, 2)),
            (m.SYNC, 0, 1, 0, (-1,)), (m.SYNC, 256, 1, 0, (1,)), (m.SYNC, 0, -1, 0, (1,)),
-           (m.KINEMATIC, 0, 1, 0, (1, None) + (0.0,) * 12), (m.TORQUE, 0, 1, 0, (1, 1e39, 1) + (0.0,) * 6),
-           (m.LOG, 0, 1, 0, (bytes(57),))]
+           (m.KINEMATIC, 0, 1, 0, (1, None) + (0.0,) * 12), (m.LOG, 0, 1, 0, (bytes(57),))]
+    # a float beyond float32's range goes out as inf of its sign, as C and MicroPython round it
+    for big in (1e39, -1e300):
+        f = m.encode(m.TORQUE, 0, 1, 0, (1, big, 1) + (0.0,) * 6)
+        assert f == bytes(b1[:m._encode_into_portable(b1, m.TORQUE, 0, 1, 0, (1, big, 1) + (0.0,) * 6)])
+        assert m.Decoder().decode(f)[4][1] == (float("inf") if big > 0 else -float("inf"))
     for args in bad:
         errors = []
         for enc in (m.encode_into, m._encode_into_portable, lambda buf, *a: m.encode(*a)):

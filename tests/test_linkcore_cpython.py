@@ -100,7 +100,7 @@ class Encoder:
         self.braked = on
 
 
-def _twin_agents(cfg, hal_class=None):
+def _twin_agents(cfg, hal_class=None, core_expected=True):
     """Two agents of one config, on linkcore and in pure Python, each sending into a list;
     their clocks stand still (STATUS and TIMING report the cycle time). Their HAL: a
     simulated joint (SimHAL), or `hal_class`."""
@@ -116,7 +116,7 @@ def _twin_agents(cfg, hal_class=None):
                 agents.append((LinkAgent(cfg, hal), out))
         else:
             agents.append((LinkAgent(cfg, hal), out))
-    assert agents[0][0].core is not None and agents[1][0].core is None
+    assert (agents[0][0].core is not None) == core_expected and agents[1][0].core is None
     return agents
 
 
@@ -374,3 +374,97 @@ def SimHAL_capture(out):
     hal = SimHAL(lambda b, n: out.append(bytes(b[:n])))
     hal.ticks_us = lambda: 0
     return hal
+
+
+# The differences docs/architecture.md listed between linkcore and the pure Python, each
+# pinned: the same frames, faults and torques on both.
+
+def test_idle_with_a_fault_before_the_first_sync_sends_no_torque_of_no_tick():
+    """A fault latched before any SYNC, then the bus lost: the brake's torque reaches the
+    motor and no TORQUE goes out (there is no tick to report; CPython could not encode
+    tick -1, MicroPython sent it as 0xFFFFFFFF)."""
+    from bus_protocol import messages as m
+    cfg = {"link": 2, "n_links": 4, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 20.0, "mass": 1.0}
+    for agent, out in _twin_agents(cfg, Encoder):
+        agent.hal.q, agent.hal.qd = 0.2, 0.1
+        agent.receive(m.encode(m.COMMAND, 0, 2, 1, (m.CMD_BRAKE, 0.0)))
+        agent.hal.ticks_us = lambda: 10 ** 6   # a second without a SYNC: the bus is lost
+        assert agent.idle()
+        sent = [x[0] for x in _sent(out)]
+        assert m.STATUS in sent and m.TORQUE not in sent, sent   # the faults reported, no TORQUE
+        assert len(agent.hal.written) == 1 and agent.hal.written[0] == agent.u[0]
+
+
+def test_a_k_beyond_float32_goes_out_as_inf_from_both():
+    """Usable inputs (|x| < 1e30) whose K_i overflows float32 (a prismatic joint's 9e29
+    crossed with K_{i-1}'s w of 9e29: v_i past 3.4e38): both send K_i with inf, as C's and
+    MicroPython's float32 rounding gives it (CPython's struct refused it: F_INTERNAL)."""
+    import math
+    from bus_protocol import messages as m
+    cfg = {"link": 2, "n_links": 4, "dh": {"type": "prismatic", "a": 0.5}, "u_sat": 20.0, "mass": 1.0,
+           "behaviours": {"proxy": {"weight": 1.0}}}
+    (fast, fo), (pure, po) = _twin_agents(cfg)
+    frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (1, 9e29, 0.2, 0) + (0.0,) * 6), m.encode(m.SYNC, 0, 255, 1, (1,)),
+              m.encode(m.KINEMATIC, 1, 2, 3, (1, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3, 0.1, 0.1, 0.1, 9e29, 0.0, 0.0)),
+              m.encode(m.GOAL, 0, 255, 2, (1, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
+    for f in frames:
+        fast.receive(f)
+        pure.receive(f)
+        assert fo == po, f
+    assert (fast.safety.faults, fast.safety.state) == (pure.safety.faults, pure.safety.state)
+    k = [x[4] for x in _sent(fo) if x and x[0] == m.KINEMATIC]
+    assert len(k) == 1 and any(math.isinf(x) for x in k[0][1:])
+
+
+def test_idle_reading_the_joint_between_a_sync_and_its_k():
+    """The bus lost between a SYNC and its K_{i-1} (wall clock): idle() brakes and reads
+    the joint again; the K_i composed after is the same on both."""
+    from bus_protocol import messages as m
+    cfg = {"link": 2, "n_links": 4, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 20.0, "mass": 1.0,
+           "behaviours": {"proxy": {"weight": 1.0}}}
+    twins = _twin_agents(cfg, Encoder)
+    for agent, out in twins:
+        agent.hal.q, agent.hal.qd = 0.3, 0.2
+        agent.receive(m.encode(m.SYNC, 0, 255, 1, (1,)))
+        agent.hal.q, agent.hal.qd = 0.31, 0.9   # the joint moved on
+        agent.hal.ticks_us = lambda: 10 ** 6
+        agent.idle()
+        agent.receive(m.encode(m.KINEMATIC, 1, 2, 3, (1, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6))
+    (fast, fo), (pure, po) = twins
+    assert [x[0] for x in _sent(fo)] == [x[0] for x in _sent(po)] and m.KINEMATIC in [x[0] for x in _sent(fo)]
+    assert fo == po
+
+
+@pytest.mark.parametrize("load", ["added", "dropped"])
+def test_a_config_that_moves_the_link_between_the_cores_keeps_the_tick(load):
+    """The tip takes a CONFIG adding a load (linkstate.covers leaves loads to the Python:
+    the link moves off linkcore) or dropping it (onto linkcore) between a tick's SYNC and
+    its K_{N-1}, braked: the tick's state goes across (linkstate.to_python, from_python),
+    so K_N and the cycles after are the pure Python's, as for any other CONFIG."""
+    import json
+    from bus_protocol import messages as m
+    payload = {"mass": 0.5, "h": [0.0, 0.0, 0.05]}
+    cfg = {"link": 2, "n_links": 2, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 20.0, "mass": 1.0,
+           "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5}}}
+    if load == "dropped":
+        cfg["load"] = payload
+        (fast, fo), (pure, po) = _twin_agents(cfg, core_expected=False)
+    else:
+        (fast, fo), (pure, po) = _twin_agents(cfg)
+    data = json.dumps({"load": payload if load == "added" else None}, separators=(",", ":")).encode()
+
+    def tick(t, *extra):
+        frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (t, 0.3 + 0.01 * t, 0.2, 0) + (0.0,) * 6),
+                  m.encode(m.SYNC, 0, 255, 1, (t,))] + list(extra)
+        return frames + [m.encode(m.KINEMATIC, 1, 2, 3, (t, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6),
+                         m.encode(m.GOAL, 0, 255, 2, (t, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
+    frames = tick(0) + tick(1) + tick(2, m.encode(m.COMMAND, 0, 2, 5, (m.CMD_BRAKE, 0.0)),
+                                     m.encode(m.CONFIG, 0, 2, 6, (0, len(data), data)),
+                                     m.encode(m.COMMAND, 0, 2, 7, (m.CMD_CONFIG_APPLY, 0.0)))
+    frames += tick(3, m.encode(m.COMMAND, 0, 2, 8, (m.CMD_RELEASE, 0.0))) + tick(4) + tick(5)
+    for f in frames:
+        fast.receive(f)
+        with pure_python():
+            pure.receive(f)
+        assert fo == po and fast.u[0] == pure.u[0], f
+    assert pure.core is None and (fast.core is None) == (load == "added")
