@@ -60,8 +60,8 @@ def _load_support():
 def _once(name):
     """firmware.<name> for one call, then forgotten: its code is garbage once the call
     returns (the names it interned stay). For what runs only at start and between runs:
-    a link's configuration (make mcu-bench: M4F RAM after init as .mpy 45,936 -> 44,864
-    bytes, configure's ~1.1 KB of bytecode no longer held)."""
+    a link's configuration (configure's ~1.1 KB of bytecode is not held in RAM as .mpy:
+    make mcu-bench)."""
     import sys
     pkg = __import__("firmware." + name)
     mod = getattr(pkg, name)
@@ -311,12 +311,12 @@ class LinkAgent:
     behaviours{proxy, assertions, rmoa, gravity, centering, retraction, joint_limit, brake}, safety{}."""
 
     # The agent's integers (tick, sequence number, the ticks whose K_i and torque went
-    # out, ...) live in one array I (linkstate.I_*), which linkcore reads and writes: a
-    # hot frame is one native call (make mcu-bench). Read them as agent.I[I_TICK]: as
-    # properties they made every attribute store of the agent look its class up first
-    # under MicroPython (py/objtype.c; on a Cortex-M4F `sample` went 4.8k -> 8.8k
-    # instructions, `actuate` 17.9k -> 25.0k), and a __getattr__ takes CPython's
-    # specialised attribute loads away from every attribute of the class (make bench).
+    # out, ...) live in one array I (firmware/layout.py I_*), which linkcore reads and
+    # writes: a hot frame is one native call (make mcu-bench). Read them as
+    # agent.I[I_TICK]: as properties they would make every attribute store of the agent
+    # look its class up first under MicroPython (py/objtype.c: make mcu-bench, `sample`
+    # and `actuate`), and a __getattr__ takes CPython's specialised attribute loads away
+    # from every attribute of the class (make bench).
 
     def __init__(self, cfg, hal):
         self.hal = hal
@@ -412,9 +412,9 @@ class LinkAgent:
             self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
 
     # native code (the hot path: this and actuate, ChainNode's poll and send; the rest of
-    # each is bytecode in a method of its own): make mcu-bench, -29k instructions of a
-    # 156k cycle on a Cortex-M4F; no RAM frozen into the firmware, some as .mpy files or
-    # in ROMFS (native code is loaded into RAM: bench/README.md)
+    # each is bytecode in a method of its own): fewer instructions a cycle (make
+    # mcu-bench); no RAM frozen into the firmware, some as .mpy files or in ROMFS (native
+    # code is loaded into RAM: bench/README.md)
     @micropython.native
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised; a
@@ -441,7 +441,7 @@ class LinkAgent:
                         _close(self, None, True, RUN, t - GOAL_ACTED)
                     elif t >= K_QUEUED or t == KINEMATIC:
                         if I[I_LINK] == 1:
-                            self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
+                            self._base = True   # K_0, kept in S (S_IN) to bridge a lost one
                         if t == K_SENT or (t == K_QUEUED and self.tip_out):
                             _kinematic_out(self, t == K_QUEUED)
                     elif t == GOAL:
@@ -717,7 +717,7 @@ class LinkAgent:
         self.take_goal(v)
 
     def take_goal(self, goal):
-        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle
+        """This tick's goal (True: its values are in S, S_GOAL) closes the cycle
         (linkcore does this at once for a plain cycle: receive, GOAL_ACTED)."""
         I = self.I
         tick = I[I_TICK]

@@ -76,7 +76,7 @@ class _Faulty:
     firmware/hal/unix.py when the run injects them): the frames this node sends (src
     `me`) are lost, corrupted or delayed as they enter the medium; frames it passes on
     have had theirs where they entered. `clock` gives the tick: the agent's integers
-    (LinkAgent.I, its tick at linkstate.I_TICK)."""
+    (LinkAgent.I, its tick at I_TICK)."""
     faults = None
     me = -1
     clock = None

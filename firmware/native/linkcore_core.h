@@ -23,7 +23,7 @@ static real sin_r(real x);
 // CRC-16/CCITT-FALSE (poly 0x1021, MSB first) a byte at a time with no table: the
 // polynomial's three terms as shifts of the byte's 8 bits folded by their top nibble
 // (a 10-instruction loop a byte on a Cortex-M4F, whose eor takes a shifted operand,
-// disassembled; the nibble table it replaces made it 16, and took 32 bytes of RAM)
+// disassembled; no table in RAM)
 static unsigned crc16(const uint8_t *p, size_t n) {
     unsigned c = 0xffff;
     for (size_t i = 0; i < n; i++) {
