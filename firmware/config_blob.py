@@ -7,11 +7,7 @@ from array import array
 
 from firmware import behaviours, linkstate, safety
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
+from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 S_C = const(87)

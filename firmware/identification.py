@@ -27,11 +27,7 @@ from bus_protocol import messages as m
 from firmware import global_proxy
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
+from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 I_TICK = const(0)

@@ -7,14 +7,9 @@ import sys
 import time
 
 from firmware import boards, safety
-from firmware.hal import ticks_diff
 from firmware.agent import LinkAgent
+from firmware.hal import const, ticks_diff
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 I_TICK = const(0)

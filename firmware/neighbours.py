@@ -13,11 +13,7 @@ from bus_protocol import messages as m
 from firmware import kinematic_bus, safety
 from firmware.vec import cross, dot, qaxis_z, qmul, sub
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
+from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 I_TICK = const(0)

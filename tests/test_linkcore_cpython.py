@@ -289,6 +289,22 @@ def test_linkcore_sample_is_the_pure_pythons_sample(reading):
     assert seen & want == want, hex(seen)
 
 
+def _config_mid_tick(data):
+    """Six ticks of link 2 (JOINT_STATE, SYNC, K_1, GOAL); in tick 2, between its SYNC and
+    K_1, the link braked and the CONFIG blob `data` applied; released in tick 3."""
+    from bus_protocol import messages as m
+
+    def tick(t, *extra):
+        frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (t, 0.3 + 0.01 * t, 0.2, 0) + (0.0,) * 6),
+                  m.encode(m.SYNC, 0, 255, 1, (t,))] + list(extra)
+        return frames + [m.encode(m.KINEMATIC, 1, 2, 3, (t, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6),
+                         m.encode(m.GOAL, 0, 255, 2, (t, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
+    frames = tick(0) + tick(1) + tick(2, m.encode(m.COMMAND, 0, 2, 5, (m.CMD_BRAKE, 0.0)),
+                                     m.encode(m.CONFIG, 0, 2, 6, (0, len(data), data)),
+                                     m.encode(m.COMMAND, 0, 2, 7, (m.CMD_CONFIG_APPLY, 0.0)))
+    return frames + tick(3, m.encode(m.COMMAND, 0, 2, 8, (m.CMD_RELEASE, 0.0))) + tick(4) + tick(5)
+
+
 @pytest.mark.parametrize("blob", [{"u_sat": 50.0}, {"dh": {"type": "revolute", "a": 0.7, "theta": 0.3}},
                                   {"behaviours": {"proxy": {}, "gravity": {"g": [0, 0, -9]}}}])
 def test_a_config_between_a_sync_and_its_k_keeps_the_syncs_a_i(blob):
@@ -302,16 +318,7 @@ def test_a_config_between_a_sync_and_its_k_keeps_the_syncs_a_i(blob):
     (fast, fo), (pure, po) = _twin_agents(cfg)
     data = json.dumps(blob, separators=(",", ":")).encode()
 
-    def tick(t, *extra):
-        frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (t, 0.3 + 0.01 * t, 0.2, 0) + (0.0,) * 6),
-                  m.encode(m.SYNC, 0, 255, 1, (t,))] + list(extra)
-        return frames + [m.encode(m.KINEMATIC, 1, 2, 3, (t, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6),
-                         m.encode(m.GOAL, 0, 255, 2, (t, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
-    frames = tick(0) + tick(1) + tick(2, m.encode(m.COMMAND, 0, 2, 5, (m.CMD_BRAKE, 0.0)),
-                                     m.encode(m.CONFIG, 0, 2, 6, (0, len(data), data)),
-                                     m.encode(m.COMMAND, 0, 2, 7, (m.CMD_CONFIG_APPLY, 0.0)))
-    frames += tick(3, m.encode(m.COMMAND, 0, 2, 8, (m.CMD_RELEASE, 0.0))) + tick(4) + tick(5)
-    for f in frames:
+    for f in _config_mid_tick(data):
         fast.receive(f)
         with pure_python():   # (the CONFIG configures it anew: in pure Python still)
             pure.receive(f)
@@ -453,16 +460,7 @@ def test_a_config_that_moves_the_link_between_the_cores_keeps_the_tick(load):
         (fast, fo), (pure, po) = _twin_agents(cfg)
     data = json.dumps({"load": payload if load == "added" else None}, separators=(",", ":")).encode()
 
-    def tick(t, *extra):
-        frames = [m.encode(m.JOINT_STATE, 0, 2, 1, (t, 0.3 + 0.01 * t, 0.2, 0) + (0.0,) * 6),
-                  m.encode(m.SYNC, 0, 255, 1, (t,))] + list(extra)
-        return frames + [m.encode(m.KINEMATIC, 1, 2, 3, (t, 1.0, 0.0, 0.0, 0.0, 0.1, 0.2, 0.3) + (0.1,) * 6),
-                         m.encode(m.GOAL, 0, 255, 2, (t, 0, 1.0, 2.0, 0.0, 3.0, 4.0, 0.0, 0.0, 0.0, 5.0))]
-    frames = tick(0) + tick(1) + tick(2, m.encode(m.COMMAND, 0, 2, 5, (m.CMD_BRAKE, 0.0)),
-                                     m.encode(m.CONFIG, 0, 2, 6, (0, len(data), data)),
-                                     m.encode(m.COMMAND, 0, 2, 7, (m.CMD_CONFIG_APPLY, 0.0)))
-    frames += tick(3, m.encode(m.COMMAND, 0, 2, 8, (m.CMD_RELEASE, 0.0))) + tick(4) + tick(5)
-    for f in frames:
+    for f in _config_mid_tick(data):
         fast.receive(f)
         with pure_python():
             pure.receive(f)

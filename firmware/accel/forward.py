@@ -7,11 +7,7 @@
 # format's (bus_protocol/framing.py, SPEC.md "UART").
 from bus_protocol.framing import cobs_decode_at, cobs_decode_into, cobs_encode_at  # noqa: F401
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
+from firmware.hal import const
 
 
 def cobs_decode_span(data, span, out, cap):

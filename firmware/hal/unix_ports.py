@@ -11,11 +11,7 @@ from bus_protocol import can_ids, framing, medium
 from bus_protocol import messages as m
 from firmware.accel import forward
 
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
+from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 I_TICK = const(0)
