@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench mcu-bench clean
+.PHONY: setup run test bench mcu-bench layouts clean
 
 # MicroPython source tree with ports/qemu, for the emulated microcontroller (host/mcu.py)
 MICROPY_SRC ?= ../shared/micropython-src/micropython-v1.28.0-qemu-src.tar.gz
@@ -34,6 +34,10 @@ bench: setup
 # instructions per phase of an agent cycle on emulated Cortex-M4F / M0+ boards -> bench/results.json
 mcu-bench: setup
 	$(PY) benchmarks/mcu/mcu_bench.py --install
+
+# the shared layouts (firmware/layout.py) into the firmware's const blocks, linkcore_layout.h
+layouts: setup
+	$(PY) -m host.layouts
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache *.egg-info

@@ -25,7 +25,7 @@ from bus_protocol import messages as m      # noqa: E402
 from firmware import kinematic_bus as kb    # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402
 from firmware.hal.sim import SimHAL          # noqa: E402
-from firmware.linkstate import I_KIN            # noqa: E402
+from firmware.agent import I_KIN               # noqa: E402
 
 US = 1.0   # microseconds per clock count
 try:

@@ -15,7 +15,7 @@ import mp_node_cycle as nc
 
 def run(cycles=40):
     stamp, tdiff, us = nc.clock()
-    from bus_protocol import framing
+    from firmware import layout
     from bus_protocol import messages as m
     from firmware.agent import LinkAgent
     from firmware.hal.sim import SimHAL
@@ -80,13 +80,13 @@ def run(cycles=40):
     send = agent.hal.send
     agent.hal.send = nothing    # the agent alone: its Python's sends go nowhere, and the
     blk = node._blk             # frames linkcore queues (as inside a poll round) are dropped
-    blk[framing.BLK_NMINE + 5] = 1
+    blk[layout.BLK_BATCH] = 1
     for k in range(4 * cycles):
         gc.collect()
         for name, b, n in frames[k % nc.TICKS]:
             timed("agent " + name, agent.receive, b, n)
             blk[4] = blk[5] = 0
-    blk[framing.BLK_NMINE + 5] = 0
+    blk[layout.BLK_BATCH] = 0
     agent.hal.send = send
     _, b, n = frames[0][2]
     for k in range(cycles):

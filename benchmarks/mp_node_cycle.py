@@ -200,7 +200,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
 def periodic(agent, node, up, stamp, tdiff, zero):
     """-> (cycle with STATUS, cycle with TIMING), medians of three each: 36 consecutive
     ticks after the agent's (the benchmark's four ticks repeat: TIMING never comes)."""
-    from firmware.linkstate import I_EVERY, I_EVERY_AT, I_TICK
+    from firmware.agent import I_EVERY, I_EVERY_AT, I_TICK
     from firmware.services import TIMING_SLOTS
     t0 = agent.I[I_TICK] + 1
     status, timing = [], []
@@ -246,7 +246,8 @@ def node_alloc(node, agent, one, cycles=12):
 
 # the firmware's modules an agent on linkcore (the benchmark's config) and its node import,
 # leaves first; firmware.linkstate holds linkcore's code and tables
-MODULES = ("bus_protocol.thumb", "bus_protocol.messages", "bus_protocol.framing", "firmware.hal",
+MODULES = ("bus_protocol.messages", "firmware.accel.thumb", "firmware.accel", "bus_protocol.framing",
+           "firmware.accel.forward", "firmware.hal",
            "firmware.behaviours", "firmware.safety", "firmware.services", "firmware.linkstate",
            "firmware.agent", "firmware.hal.sim", "firmware.node")
 

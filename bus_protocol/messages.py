@@ -135,15 +135,14 @@ def crc16_table(data, n=None):
     return c
 
 
-_crc_native = None
-if _crc_hqx is None:
-    try:  # ARM boards: Thumb assembly, ~13 instructions a byte against viper's ~75
-        from bus_protocol.thumb import crc16 as _crc_native
-    except Exception:
-        try:  # MicroPython with native code: viper loop (bus_protocol/crc_native.py)
-            from bus_protocol.crc_native import crc16_viper as _crc_native  # noqa: F811
-        except Exception:
-            _crc_native = None
+_crc_native = None   # a board's CRC loop over (data, n, _CRC_TABLE), where crc_hqx is absent
+
+
+def use_crc_loop(fn):
+    """crc16 runs fn(data, n, table) where binascii has no crc_hqx: a board's assembly
+    or viper loop of crc16_table (firmware/accel installs it)."""
+    global _crc_native
+    _crc_native = fn
 
 
 def crc16(data, n=None):
@@ -190,7 +189,10 @@ def encode_into(buf, mtype, src, dst, seq, values):
     try:
         if fmt:
             n = _SIZE[mtype]
-            struct.pack_into(fmt, buf, HEADER_SIZE, *values)
+            try:
+                struct.pack_into(fmt, buf, HEADER_SIZE, *values)
+            except OverflowError:   # CPython refuses a float beyond float32's range, which
+                struct.pack_into(fmt, buf, HEADER_SIZE, *[_f32(x) for x in values])   # IEEE 754 rounds to inf
         elif mtype == CONFIG:
             data = values[2]
             n = 4 + len(data)
@@ -214,6 +216,20 @@ def encode_into(buf, mtype, src, dst, seq, values):
     buf[end] = c & 0xFF
     buf[end + 1] = c >> 8
     return end + 2
+
+
+def _f32(x):
+    """x as a float32 field takes it: a float beyond float32's range as +-inf (the IEEE 754
+    rounding C and MicroPython give it); anything else unchanged."""
+    if isinstance(x, float):
+        try:
+            struct.pack("<f", x)
+        except OverflowError:
+            return _INF if x > 0 else -_INF
+    return x
+
+
+_INF = float("inf")
 
 
 def encode(mtype, src, dst, seq, values):

@@ -4,6 +4,7 @@
 from array import array
 
 from bus_protocol import messages as m
+from firmware import accel  # noqa: F401  (a board's CRC loop into messages.crc16)
 from firmware import behaviours, linkstate, safety, services
 from firmware.hal import ticks_diff
 from firmware.safety import BIG, LOW
@@ -59,8 +60,8 @@ def _load_support():
 def _once(name):
     """firmware.<name> for one call, then forgotten: its code is garbage once the call
     returns (the names it interned stay). For what runs only at start and between runs:
-    a link's configuration (make mcu-bench: M4F RAM after init as .mpy 45,936 -> 44,864
-    bytes, configure's ~1.1 KB of bytecode no longer held)."""
+    a link's configuration (configure's ~1.1 KB of bytecode is not held in RAM as .mpy:
+    make mcu-bench)."""
     import sys
     pkg = __import__("firmware." + name)
     mod = getattr(pkg, name)
@@ -69,21 +70,15 @@ def _once(name):
     return mod
 
 
-MAX_ASSERT = 16  # assertions applied per cycle (RMOA + gravity), bounded work
-# lengths of the frames linkcore writes: m.OVERHEAD + m.payload_size(type) (header, payload,
-# CRC: bus_protocol/SPEC.md); const, so MicroPython inlines them (no global load in the
-# hot path); tests/test_firmware.py checks the sums
-K_FRAME = const(64)
-ASSERT_FRAME = const(50)
-# the hot frames' types (messages.py) and S's slots (linkstate.py) the hot path uses, as
-# const: a module's attribute is a lookup per use (tests/test_firmware.py checks them)
-SYNC = const(1)
-KINEMATIC = const(3)
-GOAL = const(4)
+# the layouts, frame lengths and the hot frames' types this module uses, as const:
+# MicroPython inlines them (a name imported from another module is a lookup per use)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 S_QD = const(7)
+S_IN = const(12)
+S_GOAL = const(63)
+S_ASSERT = const(94)
 S_JOINT = const(238)
 S_Q = const(246)
-# the agent's integers I (linkstate.py), as const for the same reason
 I_TICK = const(0)
 I_SEQ = const(1)
 I_KIN = const(2)
@@ -102,20 +97,30 @@ INTS = const(16)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
 FLAG_SAMPLED = const(16)
-# safety's per-sample state (linkstate.N_*, V_*), as const for the same reason
-N_U_RUN = const(4)
-V_LAST_U = const(2)
-K_QUEUED = const(0x12)
-K_SENT = const(0x13)
-GOAL_ACTED = const(0x14)
+K_QUEUED = const(18)
+K_SENT = const(19)
+GOAL_ACTED = const(20)
 DUE_STATUS = const(1)
 DUE_TIMING = const(2)
 DUE_QUEUED = const(8)
-RUN = const(1)          # safety.RUN, BRAKED, F_SENSOR (a name imported from another
-BRAKED = const(2)       # module is a dictionary lookup per use)
-F_SENSOR = const(0x40)
+N_U_RUN = const(4)
+NS = const(7)
+V_LAST_U = const(2)
+VS = const(8)
+K_FRAME = const(64)
+ASSERT_FRAME = const(50)
+TORQUE_FRAME = const(41)
+TX_FRAMES = const(114)
+MAX_ASSERT = const(16)
+TIMING_SLOTS = const(12)
+SYNC = const(1)
+KINEMATIC = const(3)
+GOAL = const(4)
+RUN = const(1)
+BRAKED = const(2)
+F_SENSOR = const(64)
+# ---- end of layout ----
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
-TIMING_SLOTS = const(12)   # services.TIMING_SLOTS
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
@@ -186,7 +191,7 @@ def _close(self, u, encoded, state, due=-1):
     out = self._report
     if due >= 0 or (encoded and sf.state == state):   # linkcore's frame, of the right state
         if due < DUE_QUEUED:   # (else on its way already)
-            (out or hal.send)(self._tx, 41)
+            (out or hal.send)(self._tx, TORQUE_FRAME)
         I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
     else:
         c = self.components
@@ -251,6 +256,7 @@ def _on_sync(self, tick):
     if self.core is None:
         th, d, a, al = self.dh
         self.a_i = kinematic_bus.dh_local(self.jtype, th, d, a, al, q)
+        self.qd_a = self.qd   # the speed K_i is composed with: the sync's (as linkcore's S_QD)
     else:   # in linkcore, with its trigonometry (math.cos and math.sin, bit for bit)
         self.core.a_i(self.S, I, q, self.qd)
         # linkcore closes this tick's cycle at its goal where nothing is latched or locked
@@ -305,19 +311,19 @@ class LinkAgent:
     behaviours{proxy, assertions, rmoa, gravity, centering, retraction, joint_limit, brake}, safety{}."""
 
     # The agent's integers (tick, sequence number, the ticks whose K_i and torque went
-    # out, ...) live in one array I (linkstate.I_*), which linkcore reads and writes: a
-    # hot frame is one native call (make mcu-bench). Read them as agent.I[I_TICK]: as
-    # properties they made every attribute store of the agent look its class up first
-    # under MicroPython (py/objtype.c; on a Cortex-M4F `sample` went 4.8k -> 8.8k
-    # instructions, `actuate` 17.9k -> 25.0k), and a __getattr__ takes CPython's
-    # specialised attribute loads away from every attribute of the class (make bench).
+    # out, ...) live in one array I (firmware/layout.py I_*), which linkcore reads and
+    # writes: a hot frame is one native call (make mcu-bench). Read them as
+    # agent.I[I_TICK]: as properties they would make every attribute store of the agent
+    # look its class up first under MicroPython (py/objtype.c: make mcu-bench, `sample`
+    # and `actuate`), and a __getattr__ takes CPython's specialised attribute loads away
+    # from every attribute of the class (make bench).
 
     def __init__(self, cfg, hal):
         self.hal = hal
         self.I = array("i", bytes(4 * INTS))
         # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
-        self._tx = bytearray(114)
-        self._tx_assert = memoryview(self._tx)[64:]
+        self._tx = bytearray(TX_FRAMES)
+        self._tx_assert = memoryview(self._tx)[K_FRAME:]
         # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
         # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
@@ -326,7 +332,7 @@ class LinkAgent:
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self._wire = None   # a ChainNode's block, where linkcore queues the hot frames (on_wire)
         # safety's per-sample state (Safety.N, V: linkcore.sample's), the same arrays every run
-        self._safety_nv = (array("i", bytes(4 * linkstate.NS)), array(linkstate.FLOAT, [0.0] * linkstate.VS))
+        self._safety_nv = (array("i", bytes(4 * NS)), array(linkstate.FLOAT, [0.0] * VS))
         self.configure(cfg)
         load = cfg.get("load")   # a load the last link carries and is told of: (m, m c)
         self.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
@@ -349,6 +355,7 @@ class LinkAgent:
         self.q_lock = None
         self.z = (0.0, 0.0, 1.0)
         self.a_i = ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))   # A_i(q) of this tick (rot, trans)
+        self.qd_a = 0.0   # and the joint speed of its reading
         self.p_prev = (0.0, 0.0, 0.0)
         self.quat = (1.0, 0.0, 0.0, 0.0)
         self.p = (0.0, 0.0, 0.0)
@@ -405,9 +412,9 @@ class LinkAgent:
             self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
 
     # native code (the hot path: this and actuate, ChainNode's poll and send; the rest of
-    # each is bytecode in a method of its own): make mcu-bench, -29k instructions of a
-    # 156k cycle on a Cortex-M4F; no RAM frozen into the firmware, some as .mpy files or
-    # in ROMFS (native code is loaded into RAM: bench/README.md)
+    # each is bytecode in a method of its own): fewer instructions a cycle (make
+    # mcu-bench); no RAM frozen into the firmware, some as .mpy files or in ROMFS (native
+    # code is loaded into RAM: bench/README.md)
     @micropython.native
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised; a
@@ -434,7 +441,7 @@ class LinkAgent:
                         _close(self, None, True, RUN, t - GOAL_ACTED)
                     elif t >= K_QUEUED or t == KINEMATIC:
                         if I[I_LINK] == 1:
-                            self._base = True   # K_0, kept in S (linkstate.S_IN) to bridge a lost one
+                            self._base = True   # K_0, kept in S (S_IN) to bridge a lost one
                         if t == K_SENT or (t == K_QUEUED and self.tip_out):
                             _kinematic_out(self, t == K_QUEUED)
                     elif t == GOAL:
@@ -532,7 +539,15 @@ class LinkAgent:
             if sf.pending:
                 self.report_faults()
             self.sample()
-            self.actuate(None)
+            if self.I[I_TICK] >= 0:
+                self.actuate(None)
+            elif safety.is_fault_state(sf.state):   # no tick yet: the fault's torque to the
+                _reading(self)                       # motor, and no TORQUE of no tick
+                self._torque_python(None, sf.state)
+                self.u[0] = self._arbitrate()
+                write = self._books[3]
+                if write is not None:
+                    write(self.u[0])
         return safety.is_fault_state(sf.state)
 
     def on_kinematic(self, v, r=0):
@@ -564,11 +579,11 @@ class LinkAgent:
 
     def compose(self, quat0, p0, v0, w0):
         if self.core is not None:
-            linkstate.put(self.S, linkstate.S_IN, quat0 + p0 + v0 + w0)
+            linkstate.put(self.S, S_IN, quat0 + p0 + v0 + w0)
             self.send_kinematic()
             return
         rot, trans = self.a_i
-        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd, quat0, p0, v0, w0)
+        quat, p, vel, w, z = kinematic_bus.compose(self.jtype, rot, trans, self.qd_a, quat0, p0, v0, w0)
         self.p_prev = p0
         self.z = z
         self.quat = quat
@@ -688,7 +703,7 @@ class LinkAgent:
         if self.core is None:
             self._ap[na] = (v[3:6], v[6:12])
         else:
-            linkstate.put(self.S, linkstate.S_ASSERT + 9 * na, v, 3, 12)
+            linkstate.put(self.S, S_ASSERT + 9 * na, v, 3, 12)
         I[I_NA] = na + 1
 
     def on_goal(self, v):
@@ -697,12 +712,12 @@ class LinkAgent:
             self.late += 1
             return
         if self.core is not None:
-            linkstate.put(self.S, linkstate.S_GOAL, v, 2, 11)
+            linkstate.put(self.S, S_GOAL, v, 2, 11)
             v = True
         self.take_goal(v)
 
     def take_goal(self, goal):
-        """This tick's goal (True: its values are in S, linkstate.S_GOAL) closes the cycle
+        """This tick's goal (True: its values are in S, S_GOAL) closes the cycle
         (linkcore does this at once for a plain cycle: receive, GOAL_ACTED)."""
         I = self.I
         tick = I[I_TICK]

@@ -7,6 +7,22 @@ from array import array
 
 from firmware import behaviours, linkstate, safety
 
+from firmware.hal import const
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+S_C = const(87)
+S_U = const(93)
+I_LINK = const(6)
+I_FLAGS = const(8)
+I_EVERY = const(11)
+I_EVERY_AT = const(12)
+I_COPIES = const(14)
+I_JOINT = const(15)
+FLAG_REV = const(1)
+FLAG_GRAVITY = const(2)
+FLAG_TORQUE_BUS = const(8)
+# ---- end of layout ----
+
 REVOLUTE = 0    # kinematic_bus.REVOLUTE, PRISMATIC
 PRISMATIC = 1
 
@@ -64,14 +80,14 @@ def configure(agent, cfg):
     or TypeError if it is not usable."""
     from firmware import agent as lazy   # its imports on first need
     lazy._reading(agent)   # the last reading out of the S this replaces
-    agent.link = agent.I[linkstate.I_LINK] = cfg["link"]
+    agent.link = agent.I[I_LINK] = cfg["link"]
     agent.n_links = cfg["n_links"]
     agent.status_every = int(cfg.get("status_every", 12))
     if agent.status_every < 1:
         raise ValueError("config: status_every %d is not a number of ticks" % agent.status_every)
     # the ticks it sends STATUS at: tick % I_EVERY == I_EVERY_AT
-    agent.I[linkstate.I_EVERY] = agent.status_every
-    agent.I[linkstate.I_EVERY_AT] = agent.link % agent.status_every
+    agent.I[I_EVERY] = agent.status_every
+    agent.I[I_EVERY_AT] = agent.link % agent.status_every
     dh = cfg["dh"]
     agent.jtype = _joint_type(dh.get("type", "revolute"))
     agent.dh = (float(dh.get("theta", 0.0)), float(dh.get("d", 0.0)),
@@ -125,29 +141,36 @@ def configure(agent, cfg):
     # link N-1: its K also goes to the host, the tip's distal neighbour for the check
     # (host/goal_process.py check_tip); and while the tip is out, to bridge it
     agent.k_to_host = bool(nb.get("to_host", False))
-    agent.copies = agent.I[linkstate.I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
+    agent.copies = agent.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
     # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
     agent.inject = [tuple(x) for x in cfg.get("inject", ())]
     agent.cfg = cfg
     # the native core where it is importable and covers this config (firmware/linkstate.py):
     # then A_i, K_i, the torque and their frames live in the float array S; a CONFIG keeps
     # the tick's state in it (A_i of the sync, K, the reading), as the pure Python keeps
-    # its own, and the torque of the last cycle (agent.u[0])
+    # its own, and the torque of the last cycle (agent.u[0]); a CONFIG that moves the link
+    # between linkcore and the pure Python carries the tick's state across (linkstate
+    # to_python, from_python)
     old = agent.S if getattr(agent, "core", None) is not None else None
+    was_python = hasattr(agent, "core") and agent.core is None
     u = agent.u[0] if hasattr(agent, "u") else 0.0
     core = linkstate.linkcore
     agent.core = core if core is not None and linkstate.covers(cfg) else None
     if agent.core is None:
         lazy._python_cycle()
+        if old is not None:
+            linkstate.to_python(agent, old)
         agent.components = [0.0] * 6
         agent.u = array(linkstate.FLOAT, (u,))
     else:
         agent.S = linkstate.state(agent, old)
-        agent.components = memoryview(agent.S)[linkstate.S_C:linkstate.S_C + 6]
-        agent.u = memoryview(agent.S)[linkstate.S_U:linkstate.S_U + 1]
+        if was_python:
+            linkstate.from_python(agent, agent.S)
+        agent.components = memoryview(agent.S)[S_C:S_C + 6]
+        agent.u = memoryview(agent.S)[S_U:S_U + 1]
         agent.u[0] = u
         if old is None:
-            agent.I[linkstate.I_JOINT] = 0   # (a new S holds no JOINT_STATE)
+            agent.I[I_JOINT] = 0   # (a new S holds no JOINT_STATE)
     # receive's, in one attribute load (an attribute load is ~100 instructions on a
     # Cortex-M4F, a tuple's item a few)
     agent._lc = None if agent.core is None else (
@@ -158,7 +181,7 @@ def configure(agent, cfg):
     agent._base = None
     # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus
     # (FLAG_PLAIN: on_sync)
-    agent._flags = (linkstate.FLAG_REV if agent.jtype == REVOLUTE else 0) | (
-        linkstate.FLAG_GRAVITY if agent.core is not None and agent.weight is not None else 0) | (
-        linkstate.FLAG_TORQUE_BUS if agent._report is None else 0)
-    agent.I[linkstate.I_FLAGS] = agent._flags
+    agent._flags = (FLAG_REV if agent.jtype == REVOLUTE else 0) | (
+        FLAG_GRAVITY if agent.core is not None and agent.weight is not None else 0) | (
+        FLAG_TORQUE_BUS if agent._report is None else 0)
+    agent.I[I_FLAGS] = agent._flags

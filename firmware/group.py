@@ -5,14 +5,12 @@
 # wires: K_i passes from one hosted agent to the next without leaving the node, and only
 # the group's first up port and last down port are real wires. Desktop processes only
 # (firmware/hal/unix_ports.py ports); config: the group's bus, io and board, and "group": the
-# hosted links' configs, base-most first.
-import gc
+# hosted links' configs, base-most first. Its loop is a one-link node's (firmware/main.py
+# serve: the same hop and goal timeouts, the same fault test).
 import select
 
 from firmware import node as node_mod
-from firmware import safety
 from firmware.agent import LinkAgent
-from firmware.linkstate import I_ACTED, I_TICK
 from firmware.hal import unix, unix_ports
 from firmware.hal.mem import mem_wire, settle
 
@@ -57,39 +55,7 @@ class GroupBoard(unix.UnixBoard):
             self._poll.register(p.fileno(), select.POLLIN)
         self._paced = False
 
-
-def run(cfg, version, idle_exit_ms=0):
-    """The node's loop: move frames through every hosted link's node until none moves
-    (internal wires included), collect garbage once per tick after the last torque,
-    else block on the real ports."""
-    board = GroupBoard(cfg)
-    agents, nodes = board.agents, board.nodes
-    for a in agents:
-        a.log("ready link %d fw %s board %s (node of links %d-%d)" % (
-            a.link, version, board.name, agents[0].link, agents[-1].link))
-    gc_every = int(cfg.get("gc_every", 8))
-    gc_slot = agents[0].link % gc_every
-    gc.collect()
-    idle = 0
-    gc_tick = -1
-    while not board.closed:
-        moved = settle(nodes)
-        if moved:
-            idle = 0
-        t = agents[-1].I[I_TICK]   # the agents' integers (LinkAgent.I)
-        if t != gc_tick and t % gc_every == gc_slot and all(a.I[I_ACTED] == t for a in agents):
-            gc_tick = t
-            gc.collect()
-            continue
-        braked = False
-        for a in agents:
-            braked = braked or a.safety.state == safety.BRAKED
-        wait_ms = 10 if braked else 100
-        if moved or board.wait(wait_ms):
-            continue
-        for a in agents:
-            a.idle()
-        idle += wait_ms
-        if idle_exit_ms and idle >= idle_exit_ms:
-            break
-    return agents
+    def poll(self):
+        """Every hosted link's node until none moves a frame (the memory wires included);
+        -> the frames moved (firmware/main.py serve)."""
+        return settle(self.nodes)

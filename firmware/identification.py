@@ -25,8 +25,14 @@
 # row a tick; `every` (default 4) spaces the identified ticks, which a constant load allows.
 from bus_protocol import messages as m
 from firmware import global_proxy
-from firmware.linkstate import I_KIN, I_TICK
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
+
+from firmware.hal import const
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+I_TICK = const(0)
+I_KIN = const(2)
+# ---- end of layout ----
 
 N_PAR = 10
 PLANAR = (0, 1, 2, 6)   # a planar arm turning about z excites only m, h_x, h_y, I_zz

@@ -8,7 +8,13 @@ import time
 
 from firmware import boards, safety
 from firmware.agent import LinkAgent
-from firmware.linkstate import I_ACTED, I_TICK
+from firmware.hal import const, ticks_diff
+
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+I_TICK = const(0)
+I_ACTED = const(3)
+# ---- end of layout ----
 
 VERSION = "0.1.0"
 
@@ -26,20 +32,48 @@ def build(cfg):
 
 
 def run(path="/config.json", idle_exit_ms=0):
-    """Run the link agent until the bus goes away (or idle_exit_ms without a frame)."""
+    """Run the link agent (a group's: several) until the bus goes away (or idle_exit_ms
+    without a frame); -> the agent (a group's agents)."""
     cfg = load_config(path)
     idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
     if "group" in cfg:   # a node hosting several links (firmware/group.py)
         from firmware import group
-        return group.run(cfg, VERSION, idle_exit_ms)
-    board, agent, node = build(cfg)
-    agent.log("ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
+        board = group.GroupBoard(cfg)
+        agents = board.agents
+        poll = board.poll
+        where = " (node of links %d-%d)" % (agents[0].link, agents[-1].link)
+    else:
+        board, agent, node = build(cfg)
+        agents = [agent]
+        poll = node.poll
+        where = ""
+    for a in agents:
+        a.log("ready link %d fw %s board %s%s" % (a.link, VERSION, board.name, where))
+    serve(board, agents, poll, cfg, idle_exit_ms)
+    return agents if "group" in cfg else agents[0]
+
+
+def _acted(agents, t):
+    """Every agent's torque of tick t went out."""
+    for a in agents:
+        if a.I[I_ACTED] != t:
+            return False
+    return True
+
+
+def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
+    """The node's loop, for its one link or a group's: move frames (poll() -> how many),
+    collect garbage once a tick after the last torque, bridge a K_{i-1} that did not come
+    within the hop timeout, act on the last goal where a tick's did not come in time,
+    keep a faulted agent's brake PD going, else block on the board (board.wait(ms) ->
+    True if frames are there). `ticks_ms`: the millisecond clock (time.ticks_ms)."""
+    ticks_ms = ticks_ms or time.ticks_ms
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
     # collection never lands between K_{i-1} and K_i or the goal and the torque; a
     # collection costs about the same however much garbage there is (mark ~ live data),
     # and 8 cycles x ~11 KB fit a board's heap (bench: make bench)
     gc_every = int(cfg.get("gc_every", 8))
-    gc_slot = agent.link % gc_every   # staggered: links sharing a CPU never collect together
+    gc_slot = agents[0].link % gc_every   # staggered: links sharing a CPU never collect together
     # how long a node waits for its K_{i-1} before it bridges it (firmware/neighbours.py),
     # on the wall clock and in lockstep. In lockstep no time passes for the plant, and only
     # a packet lost or never sent (a dead neighbour, before the host says so) is to be
@@ -51,46 +85,60 @@ def run(path="/config.json", idle_exit_ms=0):
     # a lossy bus (bus faults injected): how long into a tick a node waits for its goal
     # before it acts on the last one (wall clock, lockstep); 0: wait for it
     goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
-    goal_tick = -1   # the tick this node has been in since goal_t0 (ms)
-    goal_t0 = 0
-    gave_up = -1     # the tick it acted on the last goal in
+    n = len(agents)
+    goal_tick = [-1] * n   # per agent: the tick it has been in since goal_t0 (ms)
+    goal_t0 = [0] * n
+    gave_up = [-1] * n     # the tick it acted on the last goal in
+    bridge = [False] * n   # pending before the wait: bridged if the bus stays quiet
+    last = agents[-1]
     gc.collect()
     idle = 0
     gc_tick = -1
-    ints = agent.I
     while not board.closed:
-        if node.poll():
+        if poll():
             idle = 0   # no second read now: wait() below returns at once if more is there
-        t = ints[I_TICK]   # the agent's integers (LinkAgent.I)
-        acted = ints[I_ACTED]
-        if acted == t != gc_tick and t % gc_every == gc_slot:
+        t = last.I[I_TICK]   # the agents' integers (LinkAgent.I)
+        if t != gc_tick and t % gc_every == gc_slot and _acted(agents, t):
             gc_tick = t
             gc.collect()
             continue
-        wait_ms = 10 if safety.is_fault_state(agent.safety.state) else 100   # keep the brake PD going
-        pending = agent.pending()
-        if pending:   # this tick's K_{i-1} not in yet: wait a hop timeout at most
-            wait_ms = quiet[1 if agent.lockstep else 0]
-        goal_ms = goal_quiet[1 if agent.lockstep else 0]
-        if goal_ms and 0 <= t != acted and t != gave_up:
-            if goal_tick != t:
-                goal_tick = t
-                goal_t0 = time.ticks_ms()
-            left = goal_ms - time.ticks_diff(time.ticks_ms(), goal_t0)
-            if left <= 0:   # no goal (or no K_{i-1} to bridge from): act on the last goal,
-                agent.on_quiet()   # as in-process once the bus has gone quiet
-                gave_up = t
-                continue
-            wait_ms = min(wait_ms, left)
-        if board.wait(wait_ms):
-            continue
+        wait_ms = 100
+        pending = False
+        for k in range(n):
+            a = agents[k]
+            if safety.is_fault_state(a.safety.state):
+                wait_ms = 10   # keep the brake PD going
+            bridge[k] = a.pending()   # this tick's K_{i-1} not in yet: wait a hop timeout at most
+            pending = pending or bridge[k]
         if pending:
-            agent.on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
-        agent.idle()
+            wait_ms = quiet[1 if last.lockstep else 0]
+        gave = False
+        for k in range(n):
+            a = agents[k]
+            goal_ms = goal_quiet[1 if a.lockstep else 0]
+            t = a.I[I_TICK]
+            if goal_ms and 0 <= t != a.I[I_ACTED] and t != gave_up[k]:
+                if goal_tick[k] != t:
+                    goal_tick[k] = t
+                    goal_t0[k] = ticks_ms()
+                left = goal_ms - ticks_diff(ticks_ms(), goal_t0[k])
+                if left <= 0:   # no goal (or no K_{i-1} to bridge from): act on the last goal,
+                    a.on_quiet()   # as in-process once the bus has gone quiet
+                    gave_up[k] = t
+                    gave = True
+                else:
+                    wait_ms = min(wait_ms, left)
+        if gave or board.wait(wait_ms):
+            continue
+        for k in range(n):
+            if bridge[k]:
+                agents[k].on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
+        for a in agents:
+            a.idle()
         idle += wait_ms
         if idle_exit_ms and idle >= idle_exit_ms:
             break
-    return agent
+    return agents
 
 
 if __name__ == "__main__":

@@ -11,8 +11,13 @@ from math import atan2, cos, sin
 
 from bus_protocol import messages as m
 from firmware import kinematic_bus, safety
-from firmware.linkstate import I_TICK
 from firmware.vec import cross, dot, qaxis_z, qmul, sub
+
+from firmware.hal import const
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+I_TICK = const(0)
+# ---- end of layout ----
 
 _PI = 3.141592653589793
 

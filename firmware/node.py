@@ -13,29 +13,41 @@ except ImportError:  # CPython
     from firmware.hal import micropython
     const = micropython.const
 
-from bus_protocol import framing
 from bus_protocol import messages as m
-from bus_protocol.framing import cobs_decode_span as _decode, cobs_encode_at as _encode_at
-from bus_protocol.framing import cobs_peek as _peek, cut as _cut, put as _put
+from firmware.accel import forward
+from firmware.accel.forward import cobs_decode_span as _decode, cobs_encode_at as _encode_at
+from firmware.accel.forward import cobs_peek as _peek, cut as _cut, put as _put
 
 
-_MAX_WIRE = framing.MAX_WIRE
-# Transmit buffer per port: two longest frames (framing.TX; a fuller round is written in
-# parts). Decoded frames held per poll round (more are handed to the agent in batches):
-# RAM after init is a target (make mcu-bench), 24 pool frames cost 1 KB more than 8.
-_TX = framing.TX
-_FROM_DOWN = const(1 << 24)   # framing.FROM_DOWN
-_TX_UP = const(20)      # framing.BLK_TX: the up port's transmit buffer in the block,
-_TX_DOWN = const(182)   # framing.BLK_TX + framing.TX: the down port's
-_ROOM = const(81)       # framing.TX - _MAX_WIRE - 1: queued beyond this, no room for a longest frame
-# framing's block layout where the poll round reads it, as const (a module global is a
-# dictionary lookup per use; tests/test_firmware.py checks them against framing's)
-_POOL = const(8)        # framing.POOL
-_FRAME = const(64)      # framing.POOL_FRAME: a pool frame's length
-_NMINE = const(602)     # framing.BLK_NMINE: the pool's count, then its bad frames, the
-                        # goal waves' flag, the tick whose GOAL has passed, whether one has
-_BATCH = const(607)     # framing.BLK_NMINE + 5: set while the agent is handed its frames
-_MINE_N = const(608)    # framing.BLK_MINE_N: each pool frame's length
+# the buffer block's layout (firmware/layout.py) as const: MicroPython inlines them (a
+# module global is a dictionary lookup per use). Transmit buffer per port: two longest
+# frames (a fuller round is written in parts); decoded frames held per poll round (more
+# are handed to the agent in batches): RAM after init is a target (make mcu-bench)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+_MAX_WIRE = const(80)
+_ROOM = const(81)
+_POOL = const(8)
+_POOL_FRAME = const(64)
+_FROM_DOWN = const(0x1000000)
+_MINE_UP = const(64)
+_MINE_DOWN = const(128)
+_BLK_TOTAL = const(0)
+_BLK_QUEUED = const(4)
+_BLK_K = const(6)
+_BLK_TX = const(20)
+_BLK_TX_DOWN = const(182)
+_BLK_TAB = const(344)
+_BLK_CARRY = const(600)
+_BLK_NMINE = const(602)
+_BLK_BAD = const(603)
+_BLK_RING = const(604)
+_BLK_RING_TICK = const(605)
+_BLK_RING_HELD = const(606)
+_BLK_BATCH = const(607)
+_BLK_MINE_N = const(608)
+_BLK_POOL = const(616)
+_BLK = const(1128)
+# ---- end of layout ----
 
 
 # The poll round's helpers are module functions, not methods: from native code a call of
@@ -47,18 +59,18 @@ def _flush(self):
     """ChainNode.flush: the queued frames out, down first (a ring's dead down wire is
     found here)."""
     _, b, up, down, tx_up, tx_down = self._io
-    if b[5]:
-        down.write(tx_down, b[5])
-        b[5] = 0
+    if b[_BLK_QUEUED + 1]:
+        down.write(tx_down, b[_BLK_QUEUED + 1])
+        b[_BLK_QUEUED + 1] = 0
         if self.ring and not self.down_dead and getattr(self.down, "hup", False):
             self.down_dead = True     # route around it: everything goes up from now on
             self.to_links = None
             self.to_host = self.up
             self._host_side = 0
             self._tables()
-    if b[4]:
-        up.write(tx_up, b[4])
-        b[4] = 0
+    if b[_BLK_QUEUED]:
+        up.write(tx_up, b[_BLK_QUEUED])
+        b[_BLK_QUEUED] = 0
 
 
 @micropython.native   # (LinkAgent.receive says why)
@@ -67,13 +79,13 @@ def _deliver(self):
     works through this round's own frames (its sends queued: the poll round writes
     them). Flushed only where something is queued."""
     blk = self._blk
-    if blk[4] or blk[5]:
+    if blk[_BLK_QUEUED] or blk[_BLK_QUEUED + 1]:
         _flush(self)
-    blk[_BATCH] = 1   # (send reads it in the block it already holds)
-    for f in range(blk[_NMINE]):
-        self.agent.receive(self._pool[f], blk[_MINE_N + f])
-    blk[_NMINE] = 0
-    blk[_BATCH] = 0
+    blk[_BLK_BATCH] = 1   # (send reads it in the block it already holds)
+    for f in range(blk[_BLK_NMINE]):
+        self.agent.receive(self._pool[f], blk[_BLK_MINE_N + f])
+    blk[_BLK_NMINE] = 0
+    blk[_BLK_BATCH] = 0
 
 
 class ChainNode:
@@ -116,28 +128,28 @@ class ChainNode:
         self.down_dead = False        # ring: the down wire's far end is gone
         # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
         # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
-        # per forwarded frame on a Cortex-M4F; the viper loops of bus_protocol/cobs_native.py
+        # per forwarded frame on a Cortex-M4F; the viper loops of firmware/accel/cobs_native.py
         # move the bytes).
         # the transmit buffers, the routing tables and the cut-through counters in one
-        # block (framing.cut's layout: fewer buffer arguments per call)
+        # block (forward.cut's layout: fewer buffer arguments per call)
         if bufsize > 0xFFF:
-            raise ValueError("bufsize %d > 4095 (framing.cut's span)" % bufsize)
+            raise ValueError("bufsize %d > 4095 (forward.cut's span)" % bufsize)
         self._rx = bytearray(bufsize)
-        self._blk = bytearray(framing.BLK)
+        self._blk = bytearray(_BLK)
         mv = memoryview(self._blk)
         self._acc = (bytearray(_MAX_WIRE), bytearray(_MAX_WIRE))   # the COBS run so far, per port
         self._st = (array("i", (0, 0)), array("i", (0, 0)))      # its length, overlong flag
-        self._tx_up = mv[framing.BLK_TX:framing.BLK_TX + _TX]
-        self._txv = (self._tx_up, mv[framing.BLK_TX + _TX:framing.BLK_TAB])
-        # dst -> the one port framing.cut passes a frame to untouched (1 up, 2 down),
+        self._tx_up = mv[_BLK_TX:_BLK_TX_DOWN]
+        self._txv = (self._tx_up, mv[_BLK_TX_DOWN:_BLK_TAB])
+        # dst -> the one port forward.cut passes a frame to untouched (1 up, 2 down),
         # per port it came from (bits 0-1 up, 2-3 down), and whether it is this node's
         # own, decoded into the pool (bit 6 from up, 7 from down); neither: _pump looks at
-        # it (_tables); [256 + side]: a run without its delimiter carried over from the
+        # it (_tables); [BLK_CARRY - BLK_TAB + side]: a run without its delimiter carried over from the
         # last read
-        self._cut_tab = mv[framing.BLK_TAB:]
-        self._forwarded = 0   # frames passed on by _pump (framing.cut counts its own)
-        # this round's own frames, decoded (by framing.cut, or _pump), for the agent
-        self._pool = [mv[framing.BLK_POOL + f * _FRAME:framing.BLK_POOL + (f + 1) * _FRAME]
+        self._cut_tab = mv[_BLK_TAB:]
+        self._forwarded = 0   # frames passed on by _pump (forward.cut counts its own)
+        # this round's own frames, decoded (by forward.cut, or _pump), for the agent
+        self._pool = [mv[_BLK_POOL + f * _POOL_FRAME:_BLK_POOL + (f + 1) * _POOL_FRAME]
                       for f in range(_POOL)]
         self.dropped = 0
         # poll's and _flush's, in one attribute load (an attribute load is ~100 instructions
@@ -156,14 +168,14 @@ class ChainNode:
         store on a Cortex-M4F); __getattr__ is called only for a name not held."""
         if name == "forwarded":
             b = self._blk
-            return self._forwarded + (b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24)
+            return self._forwarded + (b[_BLK_TOTAL] | b[_BLK_TOTAL + 1] << 8 | b[_BLK_TOTAL + 2] << 16 | b[_BLK_TOTAL + 3] << 24)
         if name == "goal_tick":
             b = self._blk
-            return b[_NMINE + 3] if b[_NMINE + 4] else -1
+            return b[_BLK_RING_TICK] if b[_BLK_RING_HELD] else -1
         raise AttributeError(name)
 
     def _tables(self):
-        """framing.cut's routing table, from _route: a frame that only passes through
+        """forward.cut's routing table, from _route: a frame that only passes through
         (not this node's, not broadcast, not overheard, not dropped) is cut through; with
         no overhearing, a frame for this node is decoded into the pool
         by cut too, and a broadcast both (what _pump would do with them; on a ring cut
@@ -175,13 +187,13 @@ class ChainNode:
         # are _pump's
         mine = not self.overhear
         # on a ring cut checks the goal waves as _ring_admits does
-        self._blk[_NMINE + 2] = 1 if mine and self.ring else 0
+        self._blk[_BLK_RING] = 1 if mine and self.ring else 0
         t = self._cut_tab
         for dst in range(256):
             v = self._route(dst, None, 0, None) << 4
             passing = dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link)
             if mine and (dst == self.link or dst == m.BROADCAST):
-                v |= framing.MINE_UP | framing.MINE_DOWN
+                v |= _MINE_UP | _MINE_DOWN
             if passing or (mine and dst == m.BROADCAST):
                 for side in (0, 1):
                     s = self._route(dst, None, 0, self.down if side else self.up)
@@ -199,26 +211,26 @@ class ChainNode:
         b = self._blk
         s = self._cut_tab[buf[2]] >> 4   # _route's answer for the agent's frames (_tables)
         if s & 2:
-            if b[5] > _ROOM:
+            if b[_BLK_QUEUED + 1] > _ROOM:
                 _flush(self)
-            b[5] = _encode_at(buf, n, b, _TX_DOWN + b[5]) - _TX_DOWN
+            b[_BLK_QUEUED + 1] = _encode_at(buf, n, b, _BLK_TX_DOWN + b[_BLK_QUEUED + 1]) - _BLK_TX_DOWN
         if s & 1:
-            if b[4] > _ROOM:
+            if b[_BLK_QUEUED] > _ROOM:
                 _flush(self)
-            b[4] = _encode_at(buf, n, b, _TX_UP + b[4]) - _TX_UP
-        if not b[_BATCH]:
+            b[_BLK_QUEUED] = _encode_at(buf, n, b, _BLK_TX + b[_BLK_QUEUED]) - _BLK_TX
+        if not b[_BLK_BATCH]:
             _flush(self)
 
     flush = _flush
 
     def _queue(self, side, data, span):
         """COBS bytes data[span & 0xFFFF:span >> 16] + delimiter onto port `side`'s
-        transmit buffer (span packs start and end: framing.put)."""
-        o = self._blk[4 + side]
+        transmit buffer (span packs start and end: forward.put)."""
+        o = self._blk[_BLK_QUEUED + side]
         if o > _ROOM:   # no room for a longest frame: the buffer goes out first
             _flush(self)
             o = 0
-        self._blk[4 + side] = _put(self._txv[side], o, data, span)
+        self._blk[_BLK_QUEUED + side] = _put(self._txv[side], o, data, span)
 
     def _route(self, dst, data, span, came_from):
         """Queue a frame for dst that came from port came_from (None: the agent's) on
@@ -249,23 +261,23 @@ class ChainNode:
         return s
 
     def _pump(self, r, n, side):
-        """The read of n bytes in rx from port `side` (0 up, 1 down) where framing.cut
+        """The read of n bytes in rx from port `side` (0 up, 1 down) where forward.cut
         stopped (r = its result < 0): the frame there taken apart here, then cut-through
         again. Returns the frames handled."""
         rx = self._rx
         blk = self._blk
         st = self._st[side]
         tab = self._cut_tab
-        carried = 256 + side
+        carried = (_BLK_CARRY - _BLK_TAB) + side
         port = self.down if side else self.up
         span = n | (_FROM_DOWN if side else 0)
         link = self.link
-        k = blk[6] | blk[7] << 8    # frames cut through so far
+        k = blk[_BLK_K] | blk[_BLK_K + 1] << 8    # frames cut through so far
         while r < 0:
             r = -1 - r
             i = r & 0xFFF
             if tab[carried]:        # a run carried over from the last read
-                i = framing.split_into(rx, i, n, self._acc[side], st)
+                i = forward.split_into(rx, i, n, self._acc[side], st)
                 if i < 0:
                     return k    # still no delimiter
                 tab[carried] = 0
@@ -280,7 +292,7 @@ class ChainNode:
             else:
                 j = r >> 12     # its delimiter, found by cut
                 if j == 0xFFF:  # none: a partial run, continued with the next read
-                    framing.split_into(rx, i, n, self._acc[side], st)
+                    forward.split_into(rx, i, n, self._acc[side], st)
                     tab[carried] = 1
                     return k
                 # the frame lies whole in this read: it is routed and decoded where it
@@ -309,20 +321,20 @@ class ChainNode:
                         self._forwarded += 1
                         self._route(dst, data, a | (j << 16), port)
                     if dst == link or dst == m.BROADCAST or near:
-                        f = blk[_NMINE]
+                        f = blk[_BLK_NMINE]
                         if f == _POOL:
                             _deliver(self)     # pool full: hand over what is there first
                             f = 0
-                        nf = _decode(data, a | j << 16, self._pool[f], _FRAME)
+                        nf = _decode(data, a | j << 16, self._pool[f], _POOL_FRAME)
                         if nf < 0:
                             self.agent.decoder.bad += 1
                         else:
-                            blk[_MINE_N + f] = nf
-                            blk[_NMINE] = f + 1
+                            blk[_BLK_MINE_N + f] = nf
+                            blk[_BLK_NMINE] = f + 1
             if i >= n:
                 break
             r = _cut(rx, blk, span | i << 12)
-            k += r if r >= 0 else blk[6] | blk[7] << 8
+            k += r if r >= 0 else blk[_BLK_K] | blk[_BLK_K + 1] << 8
         return k
 
     def _ring_admits(self, data, i, j, dst, port):
@@ -331,28 +343,28 @@ class ChainNode:
         here. Frames from down other than that batch come only round a dead node."""
         if dst == m.HOST or (port is self.down and dst != m.BROADCAST):
             return True   # the long way round a dead node (a healthy ring has none of these)
-        mt = framing.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
+        mt = forward.cobs_peek(data, i, j, 0) if dst == m.BROADCAST else -1
         if mt != m.GOAL and mt != m.ASSERT:
             return True   # from down only when the host routes round a dead node
         # the batch's tick (low byte), not the agent's: a goal whose tick's SYNC and K_0
         # were lost is the first the agent hears of that tick (it syncs on it)
-        tick = framing.cobs_peek(data, i, j, m.HEADER_SIZE)
-        blk = self._blk   # the tick held where framing.cut holds it
-        if blk[_NMINE + 4] and blk[_NMINE + 3] == tick:
+        tick = forward.cobs_peek(data, i, j, m.HEADER_SIZE)
+        blk = self._blk   # the tick held where forward.cut holds it
+        if blk[_BLK_RING_HELD] and blk[_BLK_RING_TICK] == tick:
             return False          # the other wave got here first
         if mt == m.GOAL:
-            blk[_NMINE + 3] = tick & 0xFF
-            blk[_NMINE + 4] = 1
+            blk[_BLK_RING_TICK] = tick & 0xFF
+            blk[_BLK_RING_HELD] = 1
         return True
 
     @micropython.native   # (LinkAgent.receive says why)
     def poll(self, cut=_cut):
         """Move whatever has arrived; returns the number of frames handled. Bounded:
-        at most one read per port per call. Written out per port, with framing.cut
+        at most one read per port per call. Written out per port, with forward.cut
         first: a frame only passing by costs a read, one cut and one write (a method
         call costs ~700 instructions on a Cortex-M4F). `cut` is a default argument, a
         local, and the buffers and ports come in one tuple: a global or an attribute is a
-        lookup per use (make mcu-bench, M4F: forward 5,331 -> 4,873 instructions, idle 2,440 -> 2,144)."""
+        lookup per use (make mcu-bench: forward, idle)."""
         rx, blk, up, down, tx_up, _ = self._io
         k = 0
         n = up.readinto(rx)
@@ -366,18 +378,18 @@ class ChainNode:
                 r = cut(rx, blk, n | _FROM_DOWN)
                 k += r if r >= 0 else self._pump(r, n, 1)
         if k:
-            if blk[_NMINE + 1]:   # frames for the node that cut could not decode
-                self.agent.decoder.bad += blk[_NMINE + 1]
-                blk[_NMINE + 1] = 0
-            if blk[_NMINE]:
+            if blk[_BLK_BAD]:   # frames for the node that cut could not decode
+                self.agent.decoder.bad += blk[_BLK_BAD]
+                blk[_BLK_BAD] = 0
+            if blk[_BLK_NMINE]:
                 _deliver(self)
-            if blk[5]:
+            if blk[_BLK_QUEUED + 1]:
                 _flush(self)
             else:   # flush written out for the usual case: the up port alone
-                q = blk[4]
+                q = blk[_BLK_QUEUED]
                 if q:
                     up.write(tx_up, q)
-                    blk[4] = 0
+                    blk[_BLK_QUEUED] = 0
         return k
 
 

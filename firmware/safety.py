@@ -19,9 +19,9 @@ except ImportError:  # CPython
     from firmware.hal import micropython
     const = micropython.const
 
-# the layout of the per-sample state N and V (firmware/linkstate.py's N_*, V_*, where
-# tests/test_firmware.py checks these), as private const: MicroPython inlines them and
-# keeps no name (as imported names they held ~0.2 KB of RAM and were a lookup per use)
+# the layout of the per-sample state N and V (firmware/layout.py) as private const:
+# MicroPython inlines them and keeps no name
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 _N_TICK_PREV = const(0)
 _N_LAST_GOAL = const(1)
 _N_WATCHDOG = const(2)
@@ -39,6 +39,7 @@ _V_QD_MAX = const(5)
 _V_QD_MAX_NEG = const(6)
 _V_RESPOND_U = const(7)
 _VS = const(8)
+# ---- end of layout ----
 
 BIG = 1e30   # |x| below this and not NaN: a usable number (comparing allocates nothing;
 LOW = -1e30  # negating BIG would, on every call, under MicroPython)
@@ -94,7 +95,7 @@ class Safety:
     stale) also clear by themselves after that many consecutive good goals (re-admission,
     Hamilton et al.). `pending` holds the bits latched since the agent last reported.
     What the sample checks keep from cycle to cycle is in two arrays, N (ints) and V
-    (floats; firmware/linkstate.py N_*, V_*), which linkcore.sample reads and writes too:
+    (floats; firmware/layout.py N_*, V_*), which linkcore.sample reads and writes too:
     the agent's own (N, V), kept across its runs, or new ones."""
 
     def __init__(self, cfg, N=None, V=None):

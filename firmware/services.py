@@ -16,7 +16,9 @@ except ImportError:  # CPython
     const = micropython.const
 
 LOG_SLOTS = 4
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
 TIMING_SLOTS = const(12)
+# ---- end of layout ----
 NOT_FINISHED = 0xFFFF   # a cycle the node did not act in (or took over 65 ms)
 
 
@@ -77,8 +79,8 @@ class FinishLog:
         self.slot = (link + TIMING_SLOTS // 2) % TIMING_SLOTS   # away from the STATUS slot
         # the TIMING values (first tick, cycle_us x 12, finish clock x 12), the clocks
         # recorded in place: a TIMING frame's first tick is slot + 1 modulo 12, so each
-        # tick has its place in it, in _us and _tick too (make mcu-bench, M4F: a cycle
-        # that sends TIMING ~118k -> ~111k)
+        # tick has its place in it, in _us and _tick too (no list rebuilt for a frame:
+        # make mcu-bench, a cycle that sends TIMING)
         self._frame = [0] + [NOT_FINISHED] * TIMING_SLOTS + [0] * TIMING_SLOTS
         self._first = self.slot + 1
         self._us = [NOT_FINISHED] * TIMING_SLOTS

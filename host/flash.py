@@ -19,8 +19,8 @@ PACKAGES = ("firmware", "bus_protocol")
 ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
          "xtensa", "xtensawin", "rv32imc", "rv64imc")
 # the byte loops in viper and Thumb assembly: where mpy-cross cannot compile them for the
-# board, framing and messages fall back to their pure-Python loops
-OPTIONAL = ("bus_protocol/thumb.py", "bus_protocol/cobs_native.py", "bus_protocol/crc_native.py")
+# board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops
+OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 # mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures

@@ -7,7 +7,7 @@ import numpy as np
 
 from bus_protocol import messages as m
 from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
-from firmware import behaviours, kinematic_bus, linkstate, neighbours
+from firmware import behaviours, kinematic_bus, neighbours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
 from host.services import HostServices
@@ -18,11 +18,6 @@ from host.services import HostServices
 # an agent computing in float32, as a Cortex-M4F does); anything beyond this is a fault.
 TORQUE_TOL_ABS = 1e-3   # N m (N)
 TORQUE_TOL_REL = 1e-5   # of sum |k_j u_j|
-# linkcore for CPython takes the TORQUE frames (decode, the arrays, the check above) in C
-# where it is built (make bench: 5.9 us of Python a frame, N a tick): torque_in's codes
-TORQUE_NOW = 0x100   # a link's torque of this tick, in the arrays
-TORQUE_OFF = 0x400   # a RUN torque that failed the check (check_torque says why)
-_torque_in = getattr(linkstate.linkcore, "torque_in", None)
 _INF = float("inf")
 
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
@@ -78,8 +73,6 @@ class GoalProcess:
         # per link (k_proxy, k_assert, k_local, k_jl, u_sat) for the torque check
         self.arbitration = [behaviours.weights(c["behaviours"]) + (float(c["u_sat"]),)
                             for c in getattr(sc, "agent_configs", None) or ()]
-        # the same flat, for linkcore's torque_in (None: no check)
-        self._arb = np.array(self.arbitration, dtype=float).ravel() if self.arbitration else None
         self.stale_ee = 0     # goals sent on the last K_N (this tick's did not come)
         # the tip has no distal neighbour to bridge it: while link N is out of the team, link
         # N-1 also sends its K to the host, which composes K_N over joint N held by its brake
@@ -169,19 +162,6 @@ class GoalProcess:
 
     def on_frame(self, frame):
         """Consume one frame addressed to the host; return the frames to send."""
-        if _torque_in is not None:   # a TORQUE (N of them a tick) taken by linkcore, in C
-            r = _torque_in(frame, self.tick, self.n, self.torques, self.states, self.components, self._arb)
-            if r >= 0:
-                self.decoder.good += 1
-                self.decoder.last_error = m.ERR_NONE
-                if not r & TORQUE_NOW:
-                    return []
-                src = r & 0xFF
-                if r & TORQUE_OFF and self.member[src - 1]:   # the check below says why
-                    out = self.check_torque(src, m.Decoder().decode(frame)[4])
-                    if out:
-                        return out
-                return self._took_torque(src - 1, self.states[src - 1])
         msg = self.decoder.decode(frame)
         if msg is None:
             return []

@@ -19,7 +19,7 @@ import pyb  # noqa: E402
 
 from bus_protocol import can_ids, framing, medium  # noqa: E402
 from bus_protocol import messages as m  # noqa: E402
-from firmware.linkstate import I_NA  # noqa: E402
+from firmware.layout import I_NA  # noqa: E402
 from firmware.agent import LinkAgent  # noqa: E402
 from firmware.hal import joint as J  # noqa: E402
 from firmware.hal import rp2_uart, stm32_can  # noqa: E402

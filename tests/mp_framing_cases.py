@@ -1,11 +1,12 @@
-# The byte loops of bus_protocol (COBS encode/decode, cut-through peek/find/put/cut, the
-# run splitter, CRC-16) on pseudo-random frames, clean and corrupted. Prints one line per
+# The node's byte loops (firmware/accel: COBS encode/decode, cut-through peek/find/put/cut,
+# the run splitter) and the CRC-16 on pseudo-random frames, clean and corrupted. Prints one line per
 # case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper) and
 # under CPython (the pure-Python loops, the reference) and compares the lines.
 from array import array
 
-from bus_protocol import framing
 from bus_protocol import messages as m
+from firmware import layout
+from firmware.accel import forward   # (and a board's CRC loop into messages.crc16)
 
 _seed = [12345]
 
@@ -28,24 +29,24 @@ def main(cases=150):
         for i in range(n):
             data[i] = (0, 1, 255)[rnd(3)] if rnd(4) == 0 else rnd(256)
         wire = bytearray(n + n // 254 + 2)
-        k = framing.cobs_encode_into(data, n, wire)
+        k = forward.cobs_encode_at(data, n, wire, 0)
         o = rnd(5)   # at an offset, the bytes around it left as they were
         at = bytearray(b"\x5a" * (o + n + n // 254 + 4))
-        ea = framing.cobs_encode_at(data, n, at, o)
+        ea = forward.cobs_encode_at(data, n, at, o)
         run = bytearray(wire[:k - 1])
         if rnd(3) == 0 and k > 2:
             run[rnd(k - 1)] = rnd(256)           # corrupt one byte
         cap = (64, n, n + 5, 300)[rnd(4)]
         out = bytearray(cap)
         i = rnd(3) if len(run) > 2 else 0
-        r = framing.cobs_decode_into(run, i, len(run), out)
-        peek = framing.cobs_peek(run, 0, len(run), rnd(8))
-        z = framing.find0(run, i, len(run))
+        r = forward.cobs_decode_into(run, i, len(run), out)
+        peek = forward.cobs_peek(run, 0, len(run), rnd(8))
+        z = forward.find0(run, i, len(run))
         tx = bytearray(len(run) + 1)
-        e = framing.put(tx, 0, run, i | (len(run) << 16))
-        acc = bytearray(80)
+        e = forward.put(tx, 0, run, i | (len(run) << 16))
+        acc = bytearray(layout.MAX_WIRE)
         st = array("i", (0, 0))
-        j = framing.split_into(wire, 0, k, acc, st)
+        j = forward.split_into(wire, 0, k, acc, st)
         print("C%d %d %s %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
             t, k, hx(wire[:k]), ea, hx(at), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
             j, st[0], st[1], m.crc16(data, n), cut_case(run)))
@@ -53,7 +54,7 @@ def main(cases=150):
 
 
 def cut_case(run):
-    """framing.cut on a read of a few wire frames around `run` (clean or corrupted) with
+    """forward.cut on a read of a few wire frames around `run` (clean or corrupted) with
     a pseudo-random routing table, carried-run flag, start and transmit fill: its result
     and what it queued."""
     frames = [bytes(run) if rnd(4) == 0 else bytes(run[:rnd(82)])]
@@ -68,31 +69,31 @@ def cut_case(run):
     n = len(data)
     if n > 0xFFF:
         return "-"
-    blk = bytearray(framing.BLK)
+    blk = bytearray(layout.BLK)
     for d in range(256):   # passed on (either side), the node's own (either side), both, neither
-        blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0)
-                                    | (framing.MINE_UP if rnd(4) == 0 else 0)
-                                    | (framing.MINE_DOWN if rnd(4) == 0 else 0))
+        blk[layout.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(4) else 0)
+                                    | (layout.MINE_UP if rnd(4) == 0 else 0)
+                                    | (layout.MINE_DOWN if rnd(4) == 0 else 0))
     down = rnd(2)
-    blk[framing.BLK_TAB + 256 + down] = 1 if rnd(16) == 0 else 0
-    blk[4] = (0, 0, 40, 81, 82)[rnd(5)]
-    blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
-    blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]   # frames already in the pool
-    blk[framing.BLK_NMINE + 1] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
-    f0 = blk[framing.BLK_NMINE]
+    blk[layout.BLK_CARRY + down] = 1 if rnd(16) == 0 else 0
+    blk[layout.BLK_QUEUED] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[layout.BLK_QUEUED + 1] = (0, 0, 40, 81, 82)[rnd(5)]
+    blk[layout.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]   # frames already in the pool
+    blk[layout.BLK_BAD] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
+    f0 = blk[layout.BLK_NMINE]
     i = rnd(3) if n > 2 else 0
-    r = framing.cut(data, blk, n | i << 12 | (framing.FROM_DOWN if down else 0))
-    up = blk[framing.BLK_TX:framing.BLK_TX + blk[4]]
-    dn = blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]
-    pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
-                                 framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
-                   for f in range(f0, blk[framing.BLK_NMINE]))
-    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:8]), hx(up), hx(dn),
-                                             hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool)
+    r = forward.cut(data, blk, n | i << 12 | (layout.FROM_DOWN if down else 0))
+    up = blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]
+    dn = blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]
+    pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
+                                 layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
+                   for f in range(f0, blk[layout.BLK_NMINE]))
+    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:layout.BLK_DATA]), hx(up), hx(dn),
+                                             hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool)
 
 
 def mine_cases(cases=200):
-    """framing.cut on reads of whole frames (COBS of random logical frames, some
+    """forward.cut on reads of whole frames (COBS of random logical frames, some
     corrupted, some overlong) with tables that pass them on, take them as the node's own
     into the pool, both or neither, on a chain or a ring (its goal waves: GOAL and ASSERT
     broadcasts of a tick whose GOAL has passed are skipped): its result, what it queued
@@ -109,31 +110,31 @@ def mine_cases(cases=200):
             if n > 6:
                 f[6] = (5, 6, 0)[rnd(3)]      # the tick's low byte (a ring's goal waves)
             w = bytearray(n + n // 254 + 2)
-            k = framing.cobs_encode_into(f, n, w)
+            k = forward.cobs_encode_at(f, n, w, 0)
             w = w[:k - 1]
             if rnd(6) == 0:
                 w[rnd(len(w))] = rnd(256)   # corrupt one byte (a 0 splits the run)
             frames.append(bytes(w))
         data = bytearray(b"\x00".join(frames) + (b"\x00" if rnd(4) else b""))
-        blk = bytearray(framing.BLK)
+        blk = bytearray(layout.BLK)
         down = rnd(2)
         for d in (3, 255, 7):
-            blk[framing.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(2) else 0)
-                                        | (framing.MINE_UP | framing.MINE_DOWN if rnd(3) else 0))
-        blk[5] = (0, 0, 40, 81, 82)[rnd(5)]
-        blk[framing.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
-        blk[framing.BLK_NMINE + 2] = rnd(2)           # a ring: the goal waves checked
-        blk[framing.BLK_NMINE + 3] = (5, 6, 0)[rnd(3)]
-        blk[framing.BLK_NMINE + 4] = rnd(2)           # a GOAL's tick held
-        f0 = blk[framing.BLK_NMINE]
-        r = framing.cut(data, blk, len(data) | (framing.FROM_DOWN if down else 0))
-        pool = "".join(" " + hx(blk[framing.BLK_POOL + f * framing.POOL_FRAME:
-                                     framing.BLK_POOL + f * framing.POOL_FRAME + blk[framing.BLK_MINE_N + f]])
-                       for f in range(f0, blk[framing.BLK_NMINE]))
+            blk[layout.BLK_TAB + d] = ((1 + rnd(2) | (1 + rnd(2)) << 2 if rnd(2) else 0)
+                                        | (layout.MINE_UP | layout.MINE_DOWN if rnd(3) else 0))
+        blk[layout.BLK_QUEUED + 1] = (0, 0, 40, 81, 82)[rnd(5)]
+        blk[layout.BLK_NMINE] = (0, 0, 0, 6, 7, 8)[rnd(6)]
+        blk[layout.BLK_RING] = rnd(2)           # a ring: the goal waves checked
+        blk[layout.BLK_RING_TICK] = (5, 6, 0)[rnd(3)]
+        blk[layout.BLK_RING_HELD] = rnd(2)           # a GOAL's tick held
+        f0 = blk[layout.BLK_NMINE]
+        r = forward.cut(data, blk, len(data) | (layout.FROM_DOWN if down else 0))
+        pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
+                                     layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
+                       for f in range(f0, blk[layout.BLK_NMINE]))
         print("M%d %d %s up %s down %s pool %s%s" % (
-            t, r, hx(blk[0:8]), hx(blk[framing.BLK_TX:framing.BLK_TX + blk[4]]),
-            hx(blk[framing.BLK_TX + framing.TX:framing.BLK_TX + framing.TX + blk[5]]),
-            hx(blk[framing.BLK_NMINE:framing.BLK_POOL]), pool))
+            t, r, hx(blk[0:layout.BLK_DATA]), hx(blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]),
+            hx(blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]),
+            hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@
 # K_i and TORQUE frames went that way last (0 without linkcore).
 from bus_protocol import framing
 from bus_protocol import messages as m
-from firmware import linkstate
+from firmware import agent as agent_mod
 from firmware.agent import LinkAgent
 from firmware.hal.mem import mem_wire, settle
 from firmware.hal.sim import SimHAL
@@ -35,9 +35,9 @@ class Counted:
 
     def rx(self, frame, n, S, I, tx, state, blk, N, V):
         t = self.core.rx(frame, n, S, I, tx, state, blk, N, V)
-        if t == linkstate.K_QUEUED:
+        if t == agent_mod.K_QUEUED:
             self.k += 1
-        elif t >= linkstate.GOAL_ACTED and (t - linkstate.GOAL_ACTED) & linkstate.DUE_QUEUED:
+        elif t >= agent_mod.GOAL_ACTED and (t - agent_mod.GOAL_ACTED) & agent_mod.DUE_QUEUED:
             self.torque += 1
         return t
 

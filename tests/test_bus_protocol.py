@@ -143,8 +143,12 @@ def test_cpython_fast_codec_matches_the_portable_one():
         assert m.encode(t, 1, 2, 3, vals) == bytes(b2[:m._encode_into_portable(b2, t, 1, 2, 3, vals)])
     bad = [(0x42, 0, 1, 0, ()), (0, 0, 1, 0, ()), (-1, 0, 1, 0, (1,)), (m.SYNC, 0, 1, 0, (1, 2)),
            (m.SYNC, 0, 1, 0, (-1,)), (m.SYNC, 256, 1, 0, (1,)), (m.SYNC, 0, -1, 0, (1,)),
-           (m.KINEMATIC, 0, 1, 0, (1, None) + (0.0,) * 12), (m.TORQUE, 0, 1, 0, (1, 1e39, 1) + (0.0,) * 6),
-           (m.LOG, 0, 1, 0, (bytes(57),))]
+           (m.KINEMATIC, 0, 1, 0, (1, None) + (0.0,) * 12), (m.LOG, 0, 1, 0, (bytes(57),))]
+    # a float beyond float32's range goes out as inf of its sign, as C and MicroPython round it
+    for big in (1e39, -1e300):
+        f = m.encode(m.TORQUE, 0, 1, 0, (1, big, 1) + (0.0,) * 6)
+        assert f == bytes(b1[:m._encode_into_portable(b1, m.TORQUE, 0, 1, 0, (1, big, 1) + (0.0,) * 6)])
+        assert m.Decoder().decode(f)[4][1] == (float("inf") if big > 0 else -float("inf"))
     for args in bad:
         errors = []
         for enc in (m.encode_into, m._encode_into_portable, lambda buf, *a: m.encode(*a)):
@@ -416,14 +420,15 @@ def test_mpy_cross_armv6m(tmp_path):
 
 
 def test_cobs_viper_loops_match_the_python_loops_under_micropython():
-    """framing.cobs_encode_into / cobs_decode_into are the viper loops under MicroPython
-    (bus_protocol/cobs_native.py): byte-identical to the pure-Python loops, malformed
-    input included (the same -1), for every length up to past one 254-byte block."""
+    """The node's cobs_encode_at / cobs_decode_into are the viper loops under MicroPython
+    (firmware/accel/cobs_native.py): byte-identical to the wire format's pure-Python
+    loops (bus_protocol/framing.py), malformed input included (the same -1), for every
+    length up to past one 254-byte block."""
     code = '''
 import random
-from bus_protocol import framing, cobs_native
-assert framing.cobs_encode_at is cobs_native.cobs_encode_at
-exec(open("bus_protocol/framing.py").read().split("try:  # ARM boards")[0], g := {})
+from bus_protocol import framing as g
+from firmware.accel import cobs_native, forward
+assert forward.cobs_encode_at is cobs_native.cobs_encode_at and g.cobs_encode_at is not cobs_native.cobs_encode_at
 random.seed(7)
 diff = 0
 cases = 0
@@ -431,15 +436,15 @@ for n in list(range(0, 300)) * 3:
     d = bytes([random.getrandbits(8) if random.getrandbits(2) else 0 for _ in range(n)])
     a = bytearray(n + n // 254 + 2)
     b = bytearray(n + n // 254 + 2)
-    ka = framing.cobs_encode_into(d, n, a)
-    kb = g["cobs_encode_into"](d, n, b)
+    ka = forward.cobs_encode_at(d, n, a, 0)
+    kb = g.cobs_encode_into(d, n, b)
     diff += ka != kb or bytes(a[:ka]) != bytes(b[:kb]) or bytes(a[:ka - 1]).find(b"\\x00") >= 0
     for src in (bytes(a[:ka - 1]), bytes([random.getrandbits(8) for _ in range(n % 70)])):
         for cap in (len(src), 8):
             oa = bytearray(cap)
             ob = bytearray(cap)
-            ra = framing.cobs_decode_into(src, 0, len(src), oa)
-            rb = g["cobs_decode_into"](src, 0, len(src), ob)
+            ra = forward.cobs_decode_into(src, 0, len(src), oa)
+            rb = g.cobs_decode_into(src, 0, len(src), ob)
             diff += ra != rb or (ra >= 0 and bytes(oa[:ra]) != bytes(ob[:rb]))
             cases += 1
 print(cases, diff)
@@ -449,11 +454,11 @@ print(cases, diff)
 
 
 def test_byte_loops_under_the_unix_port_match_the_python_reference():
-    """tests/mp_framing_cases.py (COBS, peek/find/put, framing.cut, the run splitter, the
-    CRC on clean and corrupted frames): the unix port's viper loops, and framing.cut over
+    """tests/mp_framing_cases.py (COBS, peek/find/put, forward.cut, the run splitter, the
+    CRC on clean and corrupted frames): the unix port's viper loops, and forward.cut over
     them, print what CPython's pure-Python loops print (the boards' Thumb assembly:
     tests/test_mcu.py)."""
     lines = same_under_both("mp_framing_cases.py")
     assert len(lines) == 350 and all(ln[0] in "CM" for ln in lines)
-    # framing.cut's pool: frames taken as the node's own, and bad ones counted
+    # forward.cut's pool: frames taken as the node's own, and bad ones counted
     assert sum(len(ln.split(" pool ")[1].split()) > 1 for ln in lines if ln[0] == "M") >= 20

@@ -366,3 +366,19 @@ def test_a_node_that_reboots_rejoins_the_team_on_can(tmp_path):
     u, _ = run_scenario(sc, tmp_path / "u", mode="processes", bus="uart", lockstep=True, quiet=True,
                         make_plots=False)
     assert u["status"] == "aborted" and "runs on CAN" in u["reason"]
+
+
+def test_host_torque_check_is_not_excused_by_an_infinite_component():
+    """A TORQUE whose components hold an infinity makes the check's tolerance infinite: it
+    must fail (braked, dropped), not pass whatever u is."""
+    from pathlib import Path
+
+    from bus_protocol import messages as m
+    from bus_protocol.states import RUN
+    from host import goal_process as gpm
+    from host.scenario import load
+    sc = load(Path(REPO) / "scenarios" / "reference.toml")
+    gp = gpm.GoalProcess(sc)
+    gp.tick = 3
+    out = gp.on_frame(m.encode(m.TORQUE, 4, 0, 1, (3, 0.0, RUN, float("inf"), 0.0, 0.0, 0.0, 0.0, 0.0)))
+    assert out and gp.member[3] is False and "torque off" in gp.events[0][2]

@@ -13,7 +13,7 @@ import pytest
 
 from bus_protocol import messages as m
 from firmware import kinematic_bus as kb
-from firmware import linkstate
+from firmware import layout
 from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
@@ -29,72 +29,6 @@ def random_chain(rng, n, prismatic=True):
         links.append((t, rng.uniform(-1, 1), rng.uniform(-0.3, 0.3), rng.uniform(0.1, 0.8),
                       rng.choice([0.0, math.pi / 2, -math.pi / 2, rng.uniform(-1, 1)])))
     return links
-
-
-def test_agent_frame_lengths_are_the_wire_formats():
-    """The K and ASSERT frame lengths the agent hands the HAL after linkcore wrote them."""
-    from firmware import agent
-    assert agent.K_FRAME == m.OVERHEAD + m.payload_size(m.KINEMATIC) == len(
-        m.encode(m.KINEMATIC, 1, 2, 0, (0,) + (0.0,) * 13))
-    assert agent.ASSERT_FRAME == m.OVERHEAD + m.payload_size(m.ASSERT) == len(
-        m.encode(m.ASSERT, 1, 0, 0, (0, 1, m.KIND_GRAVITY) + (0.0,) * 9))
-
-
-
-def test_agent_hot_path_constants_are_the_protocols_and_linkstates():
-    """agent.py writes the hot frames' types, S's and I's slots out as const."""
-    from firmware import agent, linkstate, safety, services
-    assert (agent.SYNC, agent.KINEMATIC, agent.GOAL) == (m.SYNC, m.KINEMATIC, m.GOAL)
-    names = ("S_QD", "S_JOINT", "S_Q", "I_TICK", "I_SEQ", "I_KIN", "I_ACTED", "I_NA", "I_GOAL",
-             "I_LINK", "I_DOWN", "I_FLAGS", "I_RX", "I_EVERY", "I_EVERY_AT", "I_TIMING_AT", "I_JOINT", "INTS",
-             "FLAG_GRAVITY", "FLAG_PLAIN", "FLAG_SAMPLED", "K_QUEUED", "K_SENT", "GOAL_ACTED", "DUE_STATUS",
-             "DUE_TIMING", "DUE_QUEUED", "N_U_RUN", "V_LAST_U")
-    assert [getattr(agent, x) for x in names] == [getattr(linkstate, x) for x in names]
-    # safety.py's private const copies of the per-sample state's layout
-    names = [x for x in dir(linkstate) if x.startswith(("N_", "V_")) or x in ("NS", "VS")]
-    assert len(names) == 17 and [getattr(safety, "_" + x) for x in names] == [getattr(linkstate, x) for x in names]
-    from firmware.hal import sim
-    assert sim._I_JOINT == linkstate.I_JOINT
-    assert (agent.RUN, agent.BRAKED, agent.F_SENSOR, agent.TIMING_SLOTS) == (
-        safety.RUN, safety.BRAKED, safety.F_SENSOR, services.TIMING_SLOTS)
-
-
-def test_linkcore_core_constants_are_linkstates_and_framings():
-    """linkcore_core.h's #defines of S's and I's layout, its flags and answers, and the
-    node's block it queues frames on, are the Python's (linkstate.py, framing.py)."""
-    from bus_protocol import framing
-    from firmware import linkstate
-    text = (REPO / "firmware" / "native" / "linkcore_core.h").read_text()
-    c = {}
-    for ln in text.splitlines():   # a number, or a sum of earlier names and numbers in parentheses
-        w = ln.split("//")[0].split(None, 2)
-        if len(w) == 3 and w[0] == "#define" and w[1].isupper() and re.fullmatch(r"[A-Z_0-9x ()*+]+", w[2]):
-            c[w[1]] = eval(w[2], {}, dict(c))
-    names = [x for x in dir(linkstate) if x.startswith(("S_", "I_", "FLAG_", "DUE_", "N_", "V_")) or x in (
-        "SLOTS", "INTS", "NS", "VS", "K_QUEUED", "K_SENT", "GOAL_ACTED")]
-    assert len(names) >= 60 and all(x in c for x in names), [x for x in names if x not in c]
-    assert {x: c[x] for x in names} == {x: getattr(linkstate, x) for x in names}
-    assert (c["BLK_TX"], c["TX"], c["BLK_TAB"], c["BLK_BATCH"], c["BLK"], c["ROOM"]) == (
-        framing.BLK_TX, framing.TX, framing.BLK_TAB, framing.BLK_NMINE + 5, framing.BLK,
-        framing.TX - framing.MAX_WIRE - 1)
-
-
-def test_node_block_constants_are_framings():
-    """firmware/node.py writes framing's block layout out as const (MicroPython inlines
-    them); the messages' longest frame fits a pool frame."""
-    from bus_protocol import framing
-    from firmware import node
-    assert (node._POOL, node._FRAME, node._NMINE, node._MINE_N, node._FROM_DOWN, node._BATCH) == (
-        framing.POOL, framing.POOL_FRAME, framing.BLK_NMINE, framing.BLK_MINE_N, framing.FROM_DOWN,
-        framing.BLK_NMINE + 5)
-    assert node._BATCH < framing.BLK_MINE_N
-    assert (node._TX_UP, node._TX_DOWN, node._ROOM) == (
-        framing.BLK_TX, framing.BLK_TX + framing.TX, framing.TX - framing.MAX_WIRE - 1)
-    # the longest frame, COBS-encoded with its delimiter, fits after _ROOM queued bytes
-    assert node._ROOM + m.MAX_FRAME + m.MAX_FRAME // 254 + 2 <= framing.TX
-    assert framing.POOL_FRAME == m.MAX_FRAME
-    assert framing.BLK_MINE_N + framing.POOL <= framing.BLK_POOL
-    assert framing.BLK == framing.BLK_POOL + framing.POOL * framing.POOL_FRAME
 
 
 def test_kinematic_bus_10_links_micropython_matches_numpy_fk():
@@ -269,10 +203,10 @@ def test_a_tick_past_int32_is_a_bad_frame(pure):
               m.encode(m.GOAL, 0, 255, 0, (2 ** 32 - 1, 0, 1, 0, 0, 0, 10.0, 0, 0, 0, 0)),
               m.encode(m.ASSERT, 0, 255, 0, (big, 2, m.KIND_GRAVITY) + (0.0,) * 9)):
         a.receive(f)
-    assert (a.decoder.bad, a.late) == (bad, late + 5) and a.I[linkstate.I_TICK] == 5 and a.safety.faults == 0
+    assert (a.decoder.bad, a.late) == (bad, late + 5) and a.I[layout.I_TICK] == 5 and a.safety.faults == 0
     assert not [x for x in (rig.dec.decode(f) for f in rig.out) if x]   # nothing answered
     tq = last.cycle(2 ** 31 - 1, q=0.1)   # the last tick an agent takes
-    assert last.agent.I[linkstate.I_TICK] == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
+    assert last.agent.I[layout.I_TICK] == 2 ** 31 - 1 and tq and tq[0][4][0] == 2 ** 31 - 1
     assert tq[0][4][2] == safety.RUN and abs(tq[0][4][1] - 10.0) < 1e-4
 
 
@@ -349,7 +283,7 @@ def test_agent_fuzz_counts_every_frame_and_writes_no_nan_torque(interp):
     assert r.stdout.strip().splitlines()[-1].startswith("AGENT-FUZZ ok N 20000 "), r.stdout[-500:]
 
 
-@pytest.mark.parametrize("old", [{"SLOTS": 246}, {"SLOTS": linkstate.SLOTS, "INTS": linkstate.INTS - 3}])
+@pytest.mark.parametrize("old", [{"SLOTS": 246}, {"SLOTS": layout.SLOTS, "INTS": layout.INTS - 3}])
 def test_a_linkcore_built_from_another_firmware_is_refused_with_a_clear_error(old):
     """A board's linkcore.mpy left from an older firmware (its state layout, or no
     integers' layout at all): importing the firmware says to rebuild it."""

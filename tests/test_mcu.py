@@ -91,7 +91,7 @@ def test_agent_cycle_frames_on_emulated_mcu_match_cpython_and_unix_port(firmware
 
 @pytest.mark.parametrize("name", sorted(mcu.BUILDS))
 def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
-    """The node's receive path with the Thumb-assembly loops (bus_protocol/thumb.py):
+    """The node's receive path with the Thumb-assembly loops (firmware/accel/thumb.py):
     every read split gives what CPython's pure-Python loops give (integers only: exact)."""
     board = mcu.run(name, firmware[name], "import mp_node_stream\nmp_node_stream.main()", timeout=600)
     want = [ln for ln in _stdout(mp_node_stream.main).splitlines()]
@@ -102,7 +102,7 @@ def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
 @pytest.mark.parametrize("name", sorted(mcu.BUILDS))
 def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
     """COBS, peek/find/put, the run splitter and the CRC in Thumb assembly and viper on
-    the boards give what framing.py's and messages.py's pure-Python loops give under
+    the boards give what forward.py's, framing.py's and messages.py's pure-Python loops give under
     CPython, on clean and corrupted pseudo-random frames."""
     board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()", timeout=600)
     got = [ln for ln in board.splitlines() if ln[:1] in ("C", "M") and ln[1:2].isdigit()]

@@ -114,9 +114,9 @@ def test_joint_flung_against_its_torque_is_a_motor_not_responding(response):
 def test_a_watchdog_longer_than_int32_is_taken_and_never_fires(cycles):
     """watchdog_cycles has no upper bound in a scenario; safety's N holds it as int32 (a
     verifier's find: 2^31 raised OverflowError when the agent was built)."""
-    from firmware import linkstate, safety
+    from firmware import layout, safety
     sf = safety.Safety({"watchdog_cycles": cycles})
-    assert sf.watchdog_cycles == cycles and sf.N[linkstate.N_WATCHDOG] == 0x7FFFFFFF
+    assert sf.watchdog_cycles == cycles and sf.N[layout.N_WATCHDOG] == 0x7FFFFFFF
     for tick in (0, 1, 2 ** 31 - 1):
         sf.on_sample(tick, 0.1, 0.0)
     assert sf.faults == 0 and sf.state == safety.RUN

@@ -31,3 +31,6 @@ except ImportError:  # CPython: what the firmware uses of the micropython module
         acts on both where it compiles the firmware)."""
         const = staticmethod(lambda x: x)
         native = staticmethod(lambda f: f)
+
+
+const = micropython.const   # `from firmware.hal import const`: the layout blocks' (make layouts)

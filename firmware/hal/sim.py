@@ -7,7 +7,9 @@ try:
 except ImportError:  # CPython
     const = micropython.const
 
-_I_JOINT = const(15)   # linkstate.I_JOINT (tests/test_firmware.py checks it)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+_I_JOINT = const(15)
+# ---- end of layout ----
 
 
 class SimHAL:
@@ -40,7 +42,7 @@ class SimHAL:
         if self._I is not None:
             self._I[_I_JOINT] = 0   # the reading is q, qd again
 
-    @micropython.native   # (make mcu-bench: M4F sync 32.6k -> 31.8k instructions)
+    @micropython.native   # (LinkAgent.receive says why)
     def take_joint_state(self, S, at, ints, i):
         """on_joint_state for a JOINT_STATE that linkcore.rx took into the float array S:
         S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple (make

@@ -9,7 +9,13 @@ import time
 
 from bus_protocol import can_ids, framing, medium
 from bus_protocol import messages as m
-from firmware.linkstate import I_TICK
+from firmware.accel import forward
+
+from firmware.hal import const
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+I_TICK = const(0)
+# ---- end of layout ----
 
 try:
     import termios
@@ -66,7 +72,7 @@ class _Faulty:
     firmware/hal/unix.py when the run injects them): the frames this node sends (src
     `me`) are lost, corrupted or delayed as they enter the medium; frames it passes on
     have had theirs where they entered. `clock` gives the tick: the agent's integers
-    (LinkAgent.I, its tick at linkstate.I_TICK)."""
+    (LinkAgent.I, its tick at I_TICK)."""
     faults = None
     me = -1
     clock = None
@@ -103,11 +109,11 @@ class StreamPort(_Paced, _Faulty):
         n = len(buf)
         i = 0
         while i < n:
-            j = framing.find0(buf, i, n)
+            j = forward.find0(buf, i, n)
             if j < 0:
                 j = n
             wire = buf[i:j + 1]
-            src = framing.cobs_peek(buf, i, j, 1)
+            src = forward.cobs_peek(buf, i, j, 1)
             if src == self.me:
                 frame = bytearray(m.MAX_FRAME)
                 k = framing.cobs_decode_into(buf, i, j, frame)

@@ -4,15 +4,15 @@
 // same core as a CPython extension module, for the desktop's in-process agents.
 // The pure-Python firmware (firmware/kinematic_bus.py, global_proxy.py, behaviours.py,
 // bus_protocol/messages.py) stays the portable fallback and the oracle.
-// firmware/linkstate.py is the Python side (layout, glue).
+// firmware/linkstate.py is the Python side (glue); the layouts are firmware/layout.py's
+// (linkcore_layout.h, written by `make layouts`).
 //
 // Why: on a Cortex-M4F the MicroPython VM spends ~420 instructions and 16 bytes of heap
 // on one float operation and ~380 on a call (bench/README.md); the ~150 float operations
 // of a cycle cost ~50k there and ~150 instructions here.
 //
 // The agent's state is one array of floats S (MicroPython's float: float32 on the
-// boards, double on the unix port) in the layout of linkcore_core.h, the same as
-// firmware/linkstate.py.
+// boards, double on the unix port) in the layout of firmware/layout.py.
 #include "py/dynruntime.h"
 
 typedef mp_float_t real;
@@ -176,7 +176,7 @@ static uint8_t *wire(mp_obj_t obj) {
 //   JOINT_STATE to the link, all finite: its tick, flags into I_RX, q, qd, p_psh, x_r into S_JOINT;
 //   KINEMATIC to the link of this tick, all finite: K_{i-1} into S_IN;
 //   GOAL (broadcast) of this tick, all finite: p_app and f into S_GOAL;
-// and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is 114 bytes; blk
+// and acted on at once where it can be (rx_act: K_SENT, GOAL_ACTED; tx is TX_FRAMES bytes; blk
 // the node's block, its frames queued there, or None; N, V safety's per-sample state).
 // Their floats go straight from the frame into S: no Python float is made. Anything
 // else returns 0, and the agent decodes it in Python (which also counts a bad frame).
@@ -196,7 +196,7 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
     if (!rx_take(t, (const uint8_t *)b.buf + HEADER, S, I + I_RX)) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
-    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], 114), wire(args[6]), mp_obj_get_int(args[5]),
+    return MP_OBJ_NEW_SMALL_INT(rx_act(t, S, I, frame_buffer(args[4], TX_FRAMES), wire(args[6]), mp_obj_get_int(args[5]),
         safety_ints(args[7]), safety_floats(args[8])));
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(rx_obj, 9, rx);
@@ -217,21 +217,21 @@ static mp_obj_t sample_obj_fun(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(sample_obj, 4, sample_obj_fun);
 
-// kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
+// kinematic(S, I, tx): K_i and its frames in tx (TX_FRAMES bytes: kinematic_i)
 static mp_obj_t kinematic(mp_obj_t S, mp_obj_t I, mp_obj_t tx) {
-    kinematic_i(state(S), ints(I), frame_buffer(tx, 114));
+    kinematic_i(state(S), ints(I), frame_buffer(tx, TX_FRAMES));
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_3(kinematic_obj, kinematic);
 
 // torque(S, I, tx, goal, q, qd, state) -> finite: the components into S_C, u into S_U,
-// and the TORQUE frame (41 bytes, to the host) in tx, reporting `state` (torque_i)
+// and the TORQUE frame (TORQUE_FRAME bytes, to the host) in tx, reporting `state` (torque_i)
 static mp_obj_t torque_frame(size_t n_args, const mp_obj_t *args) {
     int32_t *I = ints(args[1]);
     if (I[I_NA] < 0 || I[I_NA] > MAX_ASSERT) {
         mp_raise_ValueError(MP_ERROR_TEXT("linkcore: n_assert out of range"));
     }
-    return mp_obj_new_bool(torque_i(state(args[0]), I, frame_buffer(args[2], 41), mp_obj_is_true(args[3]),
+    return mp_obj_new_bool(torque_i(state(args[0]), I, frame_buffer(args[2], TORQUE_FRAME), mp_obj_is_true(args[3]),
         mp_obj_get_float(args[4]), mp_obj_get_float(args[5]), mp_obj_get_int(args[6])));
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(torque_obj, 7, torque_frame);

@@ -17,106 +17,13 @@ static real root(real x);
 static real cos_r(real x);
 static real sin_r(real x);
 
-// ---- layout of S (firmware/linkstate.py holds the same numbers) ----
-#define S_ROT 0        // rot(A_i(q)), quaternion w x y z, in frame i-1
-#define S_TRANS 4      // trans(A_i(q))
-#define S_QD 7         // joint speed of this tick
-#define S_DH 8         // d, a, cos(alpha/2), sin(alpha/2)
-#define S_IN 12        // K_{i-1} as received: quat(4) p(3) v(3) w(3)
-#define S_PREV 25      // K_{i-1} composed from: quat(4) p(3) = p_{i-1} v(3) w(3)
-#define S_Z 38         // joint axis z_i (world)
-#define S_K 41         // K_i: quat(4) p(3) v(3) w(3)
-#define S_COUPLET 54   // the gravity couplet: p(3) then f(6) (force, zero moment)
-#define S_GOAL 63      // the goal of this tick: p_app(3), f(6)
-#define S_GAIN 72      // k_proxy, k_assert, k_local, k_joint_limit
-#define S_PD 76        // q_c, kq, kw
-#define S_JL 79        // q_low, q_high, eta, rho0
-#define S_USAT 83
-#define S_CENTROID 84  // the link's centroid in its own frame
-#define S_C 87         // torque components: proxy, assertions, local_pd, joint_limit, brake, other
-#define S_U 93         // the torque after arbitration and saturation
-#define S_ASSERT 94    // MAX_ASSERT couplets of this tick: p(3), f(6)
-#define MAX_ASSERT 16
-#define S_JOINT (S_ASSERT + 9 * MAX_ASSERT)   // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
-#define S_Q (S_JOINT + 8)   // the joint angle of this tick (with S_QD: what the torque is of)
-#define S_THETA (S_Q + 1)   // the DH theta (its offset, revolute; the angle, prismatic)
-#define SLOTS (S_Q + 2)
-
-// ---- the agent's integers I (int32: ticks run to 2^31 - 1; firmware/linkstate.py's I_ names) ----
-#define I_TICK 0      // the tick synced to (-1: none yet)
-#define I_SEQ 1       // the sequence number of the agent's next frame
-#define I_KIN 2       // the tick whose K_i went out
-#define I_ACTED 3     // the tick whose torque went out
-#define I_NA 4        // assertion couplets of this tick in S_ASSERT
-#define I_GOAL 5      // the tick of the last goal taken
-#define I_LINK 6
-#define I_DOWN 7      // K_i's destination
-#define I_FLAGS 8
-#define I_RX 9        // a SYNC's or JOINT_STATE's tick, then its flags
-#define I_EVERY 11    // STATUS every this many ticks, at tick % I_EVERY == I_EVERY_AT
-#define I_EVERY_AT 12
-#define I_TIMING_AT 13   // TIMING at tick % TIMING_SLOTS == I_TIMING_AT
-#define I_COPIES 14   // K_i goes out this many times (time redundancy)
-#define I_JOINT 15    // 1: the HAL's reading is the JOINT_STATE rx took into S_JOINT
-#define INTS 16
-#define TIMING_SLOTS 12   // firmware/services.py
-#define FLAG_REV 1       // a revolute joint
-#define FLAG_GRAVITY 2   // the gravity couplet is asserted with K_i (its frame at tx + 64)
-#define FLAG_PLAIN 4     // this tick's goal closes the cycle here (agent._on_sync says when)
-#define FLAG_TORQUE_BUS 8   // the TORQUE report goes on the bus (not through hal.report)
-#define FLAG_SAMPLED 16  // sample() took this tick's reading: it is in S_Q, S_QD (not the agent's q, qd)
-#define STATE_RUN 1      // bus_protocol/states.py RUN
-// rx's answers beyond a frame type: what linkcore did with the frame at once
-#define K_QUEUED 0x12    // K_i composed from this K_{i-1}, its frames queued on the wire
-#define K_SENT 0x13      // K_i composed from this K_{i-1}: its frames in tx
-#define GOAL_ACTED 0x14  // the cycle closed: u in S_U, the TORQUE frame in tx, and
-#define DUE_STATUS 1     // GOAL_ACTED | these: STATUS, TIMING go out after it this tick
-#define DUE_TIMING 2
-#define DUE_QUEUED 8     // GOAL_ACTED | this: the TORQUE frame is queued on the wire
-
-// ---- safety's per-sample state (firmware/safety.py Safety.N, an array('i'), and Safety.V) ----
-#define N_TICK_PREV 0   // the tick of the last sample (-2: none)
-#define N_LAST_GOAL 1   // the tick of the last goal (the goal watchdog's)
-#define N_WATCHDOG 2    // watchdog_cycles
-#define N_FROZEN 3      // samples the reading has stood still (check_response)
-#define N_U_RUN 4       // the last torque was a RUN torque that reached the motor
-#define N_PREV 5        // V_Q_PREV, V_QD_PREV hold a reading
-#define N_PYTHON 6      // every sample is the Python's (safety checks the torque: on_torque)
-#define NS 7
-#define V_Q_PREV 0      // the previous reading
-#define V_QD_PREV 1
-#define V_LAST_U 2      // the torque the joint had on it since
-#define V_MAX_Q 3       // max_q_step and its negative
-#define V_MAX_Q_NEG 4
-#define V_QD_MAX 5      // qd_max and its negative
-#define V_QD_MAX_NEG 6
-#define V_RESPOND_U 7   // respond_u (0: the dead-motor check is off)
-#define VS 8
-
-// ---- the node's transmit buffers (bus_protocol/framing.py's block; firmware/node.py) ----
-#define BLK_QUEUED 4     // blk[4], blk[5]: the bytes queued for the up port, the down port
-#define BLK_TX 20        // the up port's transmit buffer, then the down port's
-#define TX 162           // the bytes a transmit buffer holds
-#define ROOM 81          // queued beyond this, ChainNode.send writes the buffer out first
-#define BLK_TAB 344      // the routing table: bits 4-5 of [dst], the ports the agent's frames to dst take
-#define BLK_BATCH 607    // set while the node hands the agent its frames (it writes them out after)
-#define BLK 1128
-
-// ---- frames (bus_protocol/messages.py, SPEC.md) ----
-#define T_SYNC 1
-#define T_JOINT_STATE 2
-#define T_KINEMATIC 3
-#define T_GOAL 4
-#define T_ASSERT 5
-#define T_TORQUE 6
-#define BROADCAST 255
-#define KIND_GRAVITY 2
-#define HEADER 6
+// the layouts of S, I, N, V, the node's buffer block and the frames (firmware/layout.py)
+#include "linkcore_layout.h"
 
 // CRC-16/CCITT-FALSE (poly 0x1021, MSB first) a byte at a time with no table: the
 // polynomial's three terms as shifts of the byte's 8 bits folded by their top nibble
 // (a 10-instruction loop a byte on a Cortex-M4F, whose eor takes a shifted operand,
-// disassembled; the nibble table it replaces made it 16, and took 32 bytes of RAM)
+// disassembled; no table in RAM)
 static unsigned crc16(const uint8_t *p, size_t n) {
     unsigned c = 0xffff;
     for (size_t i = 0; i < n; i++) {
@@ -474,7 +381,7 @@ static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
             mine = n == 45 && dst == link && get_u32(pay) <= INT32_MAX;
             break;
         case T_KINEMATIC:
-            mine = n == 64 && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            mine = n == K_FRAME && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
             break;
         case T_GOAL:
             mine = n == 49 && dst == BROADCAST && tick >= 0 && get_u32(pay) == (uint32_t)tick;
@@ -530,9 +437,9 @@ static bool rx_take(int t, const uint8_t *pay, real *S, int32_t *ints) {
     return true;
 }
 
-// K_i from S_IN into S_K, encoded as the KINEMATIC frame (64 bytes) to `dst` in tx with
+// K_i from S_IN into S_K, encoded as the KINEMATIC frame (K_FRAME bytes) to `dst` in tx with
 // sequence number seq + 1 if ta is not NULL, which gets the link's gravity ASSERT couplet
-// (50 bytes, sequence seq, to the host) that leaves before it; else K_i goes with seq.
+// (ASSERT_FRAME bytes, sequence seq, to the host) that leaves before it; else K_i goes with seq.
 static void kinematic_tx(real *S, bool revolute, uint32_t tick, int link, int dst, int seq,
     uint8_t *tx, uint8_t *ta) {
     compose(S, revolute);
@@ -548,7 +455,7 @@ static void kinematic_tx(real *S, bool revolute, uint32_t tick, int link, int ds
     seal(tx, T_KINEMATIC, link, dst, seq, put_floats(tx + HEADER + 4, S + S_K, 13));
 }
 
-// The torque (components into S_C, u into S_U) and its TORQUE frame (41 bytes, to the
+// The torque (components into S_C, u into S_U) and its TORQUE frame (TORQUE_FRAME bytes, to the
 // host) in tx, reporting `state`; false if u was not usable (then u = 0)
 static bool torque_tx(real *S, bool revolute, bool goal, int n_assert, real q, real qd,
     uint8_t *tx, uint32_t tick, int link, int seq, int state) {
@@ -561,12 +468,12 @@ static bool torque_tx(real *S, bool revolute, bool goal, int n_assert, real q, r
 }
 
 // K_i and its frames from I (agent.send_kinematic): the KINEMATIC frame in tx, the gravity
-// couplet's ASSERT (FLAG_GRAVITY) in tx + 64, leaving first; the sequence numbers taken
+// couplet's ASSERT (FLAG_GRAVITY) in tx + K_FRAME, leaving first; the sequence numbers taken
 static void kinematic_i(real *S, int32_t *I, uint8_t *tx) {
     bool gravity = (I[I_FLAGS] & FLAG_GRAVITY) != 0;
     int seq = (int)I[I_SEQ];
     kinematic_tx(S, I[I_FLAGS] & FLAG_REV, (uint32_t)I[I_TICK], (int)I[I_LINK], (int)I[I_DOWN], seq,
-        tx, gravity ? tx + 64 : NULL);
+        tx, gravity ? tx + K_FRAME : NULL);
     I[I_SEQ] = (seq + 1 + gravity) & 0xFFFF;
     I[I_KIN] = I[I_TICK];
 }
@@ -593,8 +500,8 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int sta
     int32_t tick = I[I_TICK];
     if (t == T_KINEMATIC && I[I_KIN] != tick) {
         kinematic_i(S, I, tx);
-        const uint8_t *f[2] = {tx + 64, tx};
-        int n[2] = {50, 64};
+        const uint8_t *f[2] = {tx + K_FRAME, tx};
+        int n[2] = {ASSERT_FRAME, K_FRAME};
         int times[2] = {(I[I_FLAGS] & FLAG_GRAVITY) != 0, I[I_COPIES]};
         return wire_out(blk, f, n, times, 2) ? K_QUEUED : K_SENT;
     }
@@ -609,7 +516,7 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int sta
         N[N_U_RUN] = 1;
         int due = tick % TIMING_SLOTS == I[I_TIMING_AT] ? DUE_TIMING : 0;
         const uint8_t *f[1] = {tx};
-        int n[1] = {41}, times[1] = {1};
+        int n[1] = {TORQUE_FRAME}, times[1] = {1};
         if ((I[I_FLAGS] & FLAG_TORQUE_BUS) && wire_out(blk, f, n, times, 1)) {
             due |= DUE_QUEUED;
         }

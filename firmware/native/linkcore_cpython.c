@@ -134,7 +134,7 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (t != 0) {
         real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
-        uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, 114, "frame buffer");
+        uint8_t *tx = S == NULL ? NULL : buffer(args[4], &tb, TX_FRAMES, "frame buffer");
         int32_t *N = tx == NULL ? NULL : int_array(args[7], &nb, NS, "safety's N");
         real *V = N == NULL ? NULL : buffer(args[8], &vb, VS * sizeof(real), "safety's V");
         Py_buffer wb;   // the node's block (wire_out), or None
@@ -206,7 +206,7 @@ static PyObject *sample_fun(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyBool_FromLong(done);
 }
 
-// kinematic(S, I, tx): K_i and its frames in tx (114 bytes: kinematic_i)
+// kinematic(S, I, tx): K_i and its frames in tx (TX_FRAMES bytes: kinematic_i)
 static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 3, "kinematic")) {
         return NULL;
@@ -214,7 +214,7 @@ static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_buffer sb, ib, tb;
     int32_t *I;
     uint8_t *tx;
-    real *S = state_ints_frame(args, 114, &sb, &ib, &tb, &I, &tx);
+    real *S = state_ints_frame(args, TX_FRAMES, &sb, &ib, &tb, &I, &tx);
     if (S == NULL) {
         return NULL;
     }
@@ -224,7 +224,7 @@ static PyObject *kinematic(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 // torque(S, I, tx, goal, q, qd, state) -> finite: the components into S_C, u into S_U,
-// and the TORQUE frame (41 bytes) in tx (torque_i)
+// and the TORQUE frame (TORQUE_FRAME bytes) in tx (torque_i)
 static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 7, "torque")) {
         return NULL;
@@ -239,7 +239,7 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_buffer sb, ib, tb;
     int32_t *I;
     uint8_t *tx;
-    real *S = state_ints_frame(args, 41, &sb, &ib, &tb, &I, &tx);
+    real *S = state_ints_frame(args, TORQUE_FRAME, &sb, &ib, &tb, &I, &tx);
     if (S == NULL) {
         return NULL;
     }
@@ -253,135 +253,12 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(finite);
 }
 
-// torque_in(frame, tick, n, torques, states, components, arbitration) -> code, or -1: the
-// host's side of a TORQUE frame (host/goal_process.py on_frame; only CPython's host uses
-// it). A 41-byte TORQUE with its CRC, checked as messages.Decoder checks it, gives its
-// source link (bits 0-7); if that is a link 1..n and the frame is of this `tick` (bit 8),
-// u, the state and the six components go into torques[i], states[i], components[i] (float64,
-// int64, float64 n x 6: the goal process's numpy arrays), bit 9 says the state is RUN, and
-// bit 10 that u is not sat(sum k_j u_j) of the components within TORQUE_TOL_ABS +
-// TORQUE_TOL_REL * sum |k_j u_j| (GoalProcess.check_torque: the same operations in the same
-// order; `arbitration` its rows k_p, k_a, k_l, k_jl, u_sat flat as float64, or None).
-// Anything else is -1, for the Python decoder. Why: make bench, the host's Python for one
-// TORQUE was 5.9 us, ten a tick.
-#define TORQUE_NOW 0x100
-#define TORQUE_RUN 0x200
-#define TORQUE_OFF 0x400
-#define TORQUE_TOL_ABS 1e-3   // host/goal_process.py's (tests/test_linkcore_cpython.py checks
-#define TORQUE_TOL_REL 1e-5   // the three against it)
-
-// n 8-byte items of a writable, C-contiguous array: float64, or with `integer` int64
-static double *array8(PyObject *obj, Py_buffer *view, Py_ssize_t n, int integer) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        return NULL;
-    }
-    const char *f = view->format;
-    int ok = view->itemsize == 8 && view->len >= n * 8 && f != NULL
-             && strchr(integer ? "lq" : "d", f[f[0] == '<' || f[0] == '=' || f[0] == '@']) != NULL;
-    if (!ok) {
-        PyBuffer_Release(view);
-        PyErr_SetString(PyExc_ValueError, "linkcore.torque_in: not the goal process's arrays");
-        return NULL;
-    }
-    return view->buf;
-}
-
-static PyObject *torque_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 7, "torque_in")) {
-        return NULL;
-    }
-    Py_buffer fb;
-    if (PyObject_GetBuffer(args[0], &fb, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    const uint8_t *f = fb.buf;
-    long code = -1;
-    if (fb.len == 41 && f[0] == T_TORQUE && f[5] == 33) {
-        unsigned c = crc16(f, 39);
-        if (f[39] == (c & 0xff) && f[40] == (c >> 8)) {
-            code = f[1];
-        }
-    }
-    long tick = PyLong_AsLong(args[1]);
-    long n = PyLong_AsLong(args[2]);
-    if (PyErr_Occurred()) {
-        PyBuffer_Release(&fb);
-        return NULL;
-    }
-    if (code >= 1 && code <= n && tick >= 0 && get_u32(f + 6) == (uint32_t)tick) {
-        int i = code - 1;
-        f32 x;
-        x.u = get_u32(f + 10);
-        double u = x.f;
-        int state = f[14];
-        double k[6];
-        for (int j = 0; j < 6; j++) {
-            x.u = get_u32(f + 15 + 4 * j);
-            k[j] = x.f;
-        }
-        Py_buffer tb, sb, cb, ab;
-        double *torques = array8(args[3], &tb, n, 0);
-        long long *states = torques == NULL ? NULL : (long long *)array8(args[4], &sb, n, 1);
-        double *comp = states == NULL ? NULL : array8(args[5], &cb, 6 * n, 0);
-        double *arb = NULL;
-        if (comp != NULL && args[6] != Py_None) {
-            arb = array8(args[6], &ab, 5 * n, 0);
-            if (arb == NULL) {
-                PyBuffer_Release(&cb);
-            }
-        }
-        if (comp == NULL || (arb == NULL && args[6] != Py_None)) {
-            if (states != NULL) {
-                PyBuffer_Release(&sb);
-            }
-            if (torques != NULL) {
-                PyBuffer_Release(&tb);
-            }
-            PyBuffer_Release(&fb);
-            return NULL;
-        }
-        torques[i] = u;
-        states[i] = state;
-        for (int j = 0; j < 6; j++) {
-            comp[6 * i + j] = k[j];
-        }
-        code |= TORQUE_NOW;
-        if (state == STATE_RUN) {
-            code |= TORQUE_RUN;
-            if (arb != NULL) {   // check_torque: u = sat(sum k_j u_j) within the tolerance
-                const double *a = arb + 5 * i;
-                double t0 = a[0] * k[0], t1 = a[1] * k[1], t2 = a[2] * k[2], t3 = a[3] * k[3], t4 = k[4];
-                double s = t0 + t1 + t2 + t3 + t4;
-                if (s > a[4]) {
-                    s = a[4];
-                } else if (s < -a[4]) {
-                    s = -a[4];
-                }
-                double off = u - s;
-                double tol = TORQUE_TOL_ABS + TORQUE_TOL_REL * (fabs(t0) + fabs(t1) + fabs(t2) + fabs(t3) + fabs(t4));
-                if (!(fabs(off) <= tol && tol < INFINITY)) {   // an infinite component excuses nothing
-                    code |= TORQUE_OFF;
-                }
-            }
-        }
-        if (arb != NULL) {
-            PyBuffer_Release(&ab);
-        }
-        PyBuffer_Release(&cb);
-        PyBuffer_Release(&sb);
-        PyBuffer_Release(&tb);
-    }
-    PyBuffer_Release(&fb);
-    return PyLong_FromLong(code);
-}
-
 static PyMethodDef methods[] = {
     {"rx", (PyCFunction)(void (*)(void))rx, METH_FASTCALL, "a hot frame into S: its type, or 0"},
     {"a_i", (PyCFunction)(void (*)(void))a_i, METH_FASTCALL, "A_i(q) into S"},
     {"sample", (PyCFunction)(void (*)(void))sample_fun, METH_FASTCALL, "the sync's plain sample"},
     {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
     {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},
-    {"torque_in", (PyCFunction)(void (*)(void))torque_in, METH_FASTCALL, "a TORQUE into the host's arrays"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -402,9 +279,7 @@ PyMODINIT_FUNC PyInit_linkcore(void) {
         || PyModule_AddIntConstant(m, "INTS", INTS) < 0
         || PyModule_AddIntConstant(m, "NS", NS) < 0
         || PyModule_AddIntConstant(m, "VS", VS) < 0
-        || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0
-        || PyModule_AddIntConstant(m, "STATE_RUN", STATE_RUN) < 0
-        || PyModule_AddObject(m, "TORQUE_TOL", Py_BuildValue("(dd)", TORQUE_TOL_ABS, TORQUE_TOL_REL)) < 0) {
+        || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,5 +1,5 @@
-# CRC-16/CCITT-FALSE with MicroPython's viper emitter (imported by messages.py only
-# under MicroPython, where it replaces the pure-Python table loop: ~10x faster).
+# CRC-16/CCITT-FALSE with MicroPython's viper emitter (firmware/accel installs it in
+# messages.crc16 under MicroPython, where it replaces the table loop: ~10x faster).
 # Boards whose port lacks native code fall back to the table loop (ImportError/SyntaxError).
 import micropython
 

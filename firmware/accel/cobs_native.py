@@ -1,9 +1,14 @@
-# framing.cobs_encode_at / cobs_decode_into / cobs_peek / split_into / find0 / put with
-# MicroPython's viper emitter: the loops of bus_protocol/framing.py, byte for byte,
-# ~10x faster on a node's hot path.
-# Imported by framing.py only where it compiles (MicroPython with native code); CPython
+# forward.py's cobs_encode_at / cobs_decode_into / cobs_peek / split_into / find0 / put
+# with MicroPython's viper emitter: the loops of forward.py and bus_protocol/framing.py,
+# byte for byte, ~10x faster on a node's hot path.
+# Imported by forward.py only where it compiles (MicroPython with native code); CPython
 # and ports without viper keep the pure-Python loops.
 import micropython
+from micropython import const
+
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+_MAX_WIRE = const(80)
+# ---- end of layout ----
 
 
 @micropython.viper
@@ -94,7 +99,7 @@ def split_into(data, i: int, n: int, acc, st) -> int:
     a = ptr8(acc)      # noqa: F821
     t = ptr32(st)      # noqa: F821
     o = t[0]
-    cap = 80           # framing.MAX_WIRE
+    cap = _MAX_WIRE
     while i < n:
         b = s[i]
         i += 1

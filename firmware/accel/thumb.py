@@ -1,12 +1,46 @@
-# framing's byte loops (COBS encoder at an offset, decoder and peek, find0, put, cut, split_into) and
+# forward.py's byte loops (COBS encoder at an offset, decoder and peek, find0, put, cut, split_into) and
 # messages' CRC in ARM Thumb assembly (MicroPython's inline assembler, 16-bit Thumb-1
 # instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
-# Imported by framing.py and messages.py first where @micropython.asm_thumb exists;
+# Imported by forward.py and firmware/accel first where @micropython.asm_thumb exists;
 # there the viper modules (cobs_native.py, crc_native.py) are not loaded (RAM as .mpy).
 # Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
 # these ~8: scanning a 50-byte frame for its delimiter takes 800 instructions, not 4300.
 # Arguments arrive in r0..r3 (a bytearray as the address of its bytes); r0 is returned.
 import micropython
+from micropython import const
+
+# the node's buffer block and the frame bytes the assembly reads (firmware/layout.py)
+# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+_MAX_WIRE = const(80)
+_TX = const(162)
+_ROOM = const(81)
+_POOL = const(8)
+_POOL_FRAME = const(64)
+_POOL_FRAME_SHIFT = const(6)
+_MINE_UP = const(64)
+_BLK_TOTAL = const(0)
+_BLK_QUEUED = const(4)
+_BLK_K = const(6)
+_BLK_DATA = const(8)
+_BLK_TABLE_AT = const(12)
+_BLK_SHIFT = const(16)
+_BLK_GOAL_TICK = const(18)
+_BLK_GOAL_NEW = const(19)
+_BLK_TX = const(20)
+_BLK_TAB = const(344)
+_BLK_CARRY = const(600)
+_BLK_NMINE = const(602)
+_BLK_BAD = const(603)
+_BLK_RING = const(604)
+_BLK_RING_TICK = const(605)
+_BLK_RING_HELD = const(606)
+_BLK_MINE_N = const(608)
+_BLK_POOL = const(616)
+_HEADER = const(6)
+_GOAL = const(4)
+_ASSERT = const(5)
+_BROADCAST = const(255)
+# ---- end of layout ----
 
 
 @micropython.asm_thumb
@@ -59,13 +93,9 @@ def put(r0, r1, r2, r3):
 
 @micropython.asm_thumb
 def cut(r0, r1, r2):
-    # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> framing.cut. blk offsets as
-    # framing.py lays them out: 0 total (word), 4/5 bytes queued up/down, 6 k (halfword),
-    # 8 data, 12 table, 16 shift of the side's bits (words), 20 the up transmit buffer,
-    # 20 + 162 (TX) the down one, 344 the table (258 bytes), 602 the pool's count, 603 its
-    # bad frames, 604 ring, 605/606 the goal's tick and whether one is held, 607 the node's, 608 the pool's
-    # lengths, 616 its frames (8 x 64); 18/19 a GOAL's tick to hold once the frame is
-    # handled (the shift at 16 is a byte, its word cleared at the start). Why: the whole "frame from
+    # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> forward.cut. blk as
+    # firmware/layout.py lays it out (BLK_*: the shift at BLK_SHIFT is a byte, its word
+    # cleared at the start; r5 points at BLK_NMINE where the pool's header is used). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy
     # in one pass, ~8 instructions a byte); on a Cortex-M4F the Python routing of one
     # frame (peek, _route, _queue, put) cost ~14k instructions; and a frame for the node
@@ -75,24 +105,24 @@ def cut(r0, r1, r2):
     mov(r3, r1)          # noqa: F821  blk
     mov(r1, r2)          # noqa: F821  span
     mov(r6, 0)           # noqa: F821
-    strh(r6, [r3, 6])    # noqa: F821  k = 0
+    strh(r6, [r3, _BLK_K])   # noqa: F821  k = 0
     lsl(r4, r1, 20)      # noqa: F821
     lsr(r4, r4, 20)      # noqa: F821  n
     lsl(r2, r1, 8)       # noqa: F821
     lsr(r2, r2, 20)      # noqa: F821  i
     lsr(r1, r1, 24)      # noqa: F821  side
     add(r6, r1, r1)      # noqa: F821
-    str(r6, [r3, 16])    # noqa: F821  its bits' shift: 0 or 2
-    str(r5, [r3, 8])     # noqa: F821  data, for the index at the end
+    str(r6, [r3, _BLK_SHIFT])   # noqa: F821  its bits' shift: 0 or 2
+    str(r5, [r3, _BLK_DATA])    # noqa: F821  data, for the index at the end
     add(r4, r5, r4)      # noqa: F821  end = data + n
     add(r6, r5, r2)      # noqa: F821  p = data + i
-    mov(r2, 86)          # noqa: F821
-    lsl(r2, r2, 2)       # noqa: F821  BLK_TAB = 344
+    mov(r2, _BLK_TAB >> 2)   # noqa: F821
+    lsl(r2, r2, 2)       # noqa: F821  BLK_TAB
     add(r2, r2, r3)      # noqa: F821  the table
-    str(r2, [r3, 12])    # noqa: F821  (r2 is the copy loop's too)
+    str(r2, [r3, _BLK_TABLE_AT])   # noqa: F821  (r2 is the copy loop's too)
     add(r5, r2, r1)      # noqa: F821
     add(r5, 255)         # noqa: F821
-    ldrb(r5, [r5, 1])    # noqa: F821  table[256 + side]: a run carried over
+    ldrb(r5, [r5, _BLK_CARRY - _BLK_TAB - 255])   # noqa: F821  a run carried over from this side
     mov(r1, r6)          # noqa: F821  p: the frame's start
     cmp(r5, 0)           # noqa: F821
     bne(STOP_A)          # noqa: F821
@@ -106,7 +136,7 @@ def cut(r0, r1, r2):
     b(FRAME)             # noqa: F821
     label(HEAD)          # noqa: F821  four COBS bytes, none the delimiter
     mov(r6, 0)           # noqa: F821
-    strb(r6, [r3, 19])   # noqa: F821  no GOAL tick to hold yet for this frame
+    strb(r6, [r3, _BLK_GOAL_NEW])   # noqa: F821  no GOAL tick to hold yet for this frame
     add(r5, r1, 4)       # noqa: F821
     cmp(r5, r4)          # noqa: F821
     bhi(STOP_A)          # noqa: F821
@@ -133,33 +163,33 @@ def cut(r0, r1, r2):
     beq(DST)             # noqa: F821
     ldrb(r0, [r6, 0])    # noqa: F821
     label(DST)           # noqa: F821
-    cmp(r0, 255)         # noqa: F821
+    cmp(r0, _BROADCAST)  # noqa: F821
     bne(DSTV)            # noqa: F821
-    mov(r5, 150)         # noqa: F821
+    mov(r5, _BLK_NMINE >> 2)   # noqa: F821
     lsl(r5, r5, 2)       # noqa: F821
-    add(r5, 2)           # noqa: F821
-    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + 602
-    ldrb(r6, [r5, 2])    # noqa: F821
+    add(r5, _BLK_NMINE & 3)   # noqa: F821
+    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + BLK_NMINE
+    ldrb(r6, [r5, _BLK_RING - _BLK_NMINE])   # noqa: F821
     cmp(r6, 0)           # noqa: F821
     beq(DSTV)            # noqa: F821
     b(RINGBC)            # noqa: F821  a broadcast on a ring: the goal waves
     label(DSTV)          # noqa: F821
     add(r0, r2, r0)      # noqa: F821
     ldrb(r0, [r0, 0])    # noqa: F821  v = table[dst]
-    ldrb(r6, [r3, 16])   # noqa: F821
+    ldrb(r6, [r3, _BLK_SHIFT])   # noqa: F821
     lsr(r7, r6, 1)       # noqa: F821  from down: 1
     mov(r5, r0)          # noqa: F821
     lsr(r5, r7)          # noqa: F821  bit 6: the node's own (bit 6 from up, 7 from down)
     lsr(r0, r6)          # noqa: F821
     mov(r6, 3)           # noqa: F821
     and_(r0, r6)         # noqa: F821  side to pass it to: 1 up, 2 down, 0 none
-    mov(r6, 0x40)        # noqa: F821
+    mov(r6, _MINE_UP)    # noqa: F821
     and_(r5, r6)         # noqa: F821  mine
     cmp(r0, 0)           # noqa: F821
     beq(NOSIDE)          # noqa: F821
-    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [3]
-    ldrb(r7, [r6, 3])    # noqa: F821  o
-    cmp(r7, 81)          # noqa: F821  TX - MAX_WIRE - 1
+    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [_BLK_QUEUED - 1]
+    ldrb(r7, [r6, _BLK_QUEUED - 1])   # noqa: F821  o
+    cmp(r7, _ROOM)       # noqa: F821
     bhi(STOP_A)          # noqa: F821  no room to pass it on
     cmp(r5, 0)           # noqa: F821
     beq(PASS)            # noqa: F821
@@ -174,16 +204,16 @@ def cut(r0, r1, r2):
     label(MINE_A)        # noqa: F821
     b(MINE)              # noqa: F821
     label(PASS)          # noqa: F821  r0 side, r1 p
-    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [3]
-    ldrb(r7, [r6, 3])    # noqa: F821  o
+    add(r6, r3, r0)      # noqa: F821  blk + side: its fill at [_BLK_QUEUED - 1]
+    ldrb(r7, [r6, _BLK_QUEUED - 1])   # noqa: F821  o
     add(r7, r7, r3)      # noqa: F821
-    add(r7, 20)          # noqa: F821  dest = blk + BLK_TX + o
+    add(r7, _BLK_TX)     # noqa: F821  dest = blk + BLK_TX + o
     cmp(r0, 1)           # noqa: F821
     beq(LIMIT)           # noqa: F821
-    add(r7, 162)         # noqa: F821  the down buffer: + TX
+    add(r7, _TX)         # noqa: F821  the down buffer
     label(LIMIT)         # noqa: F821
     mov(r5, r1)          # noqa: F821
-    add(r5, 81)          # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
+    add(r5, _MAX_WIRE + 1)   # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
     cmp(r5, r4)          # noqa: F821
     bls(COPY0)           # noqa: F821
     mov(r5, r4)          # noqa: F821
@@ -199,30 +229,30 @@ def cut(r0, r1, r2):
     cmp(r2, 0)           # noqa: F821
     bne(COPY)            # noqa: F821
     sub(r2, r0, r1)      # noqa: F821  length + 1
-    ldrb(r7, [r6, 3])    # noqa: F821
+    ldrb(r7, [r6, _BLK_QUEUED - 1])   # noqa: F821
     add(r7, r7, r2)      # noqa: F821
-    strb(r7, [r6, 3])    # noqa: F821  o += length + 1
+    strb(r7, [r6, _BLK_QUEUED - 1])   # noqa: F821  o += length + 1
     mov(r1, r0)          # noqa: F821  the next frame
-    ldr(r2, [r3, 12])    # noqa: F821
-    ldr(r0, [r3, 0])     # noqa: F821
+    ldr(r2, [r3, _BLK_TABLE_AT])   # noqa: F821
+    ldr(r0, [r3, _BLK_TOTAL])   # noqa: F821
     add(r0, 1)           # noqa: F821
-    str(r0, [r3, 0])     # noqa: F821  total += 1
-    ldrh(r0, [r3, 6])    # noqa: F821
+    str(r0, [r3, _BLK_TOTAL])   # noqa: F821  total += 1
+    ldrh(r0, [r3, _BLK_K])   # noqa: F821
     add(r0, 1)           # noqa: F821
-    strh(r0, [r3, 6])    # noqa: F821  k += 1
+    strh(r0, [r3, _BLK_K])   # noqa: F821  k += 1
     b(FRAME)             # noqa: F821
     label(MINE)          # noqa: F821  r0 side, r1 p, r4 end: the node's own frame
     push({r0, r1, r4})   # noqa: F821
-    mov(r5, 150)         # noqa: F821
+    mov(r5, _BLK_NMINE >> 2)   # noqa: F821
     lsl(r5, r5, 2)       # noqa: F821
-    add(r5, 2)           # noqa: F821
-    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + 602
+    add(r5, _BLK_NMINE & 3)   # noqa: F821
+    add(r5, r5, r3)      # noqa: F821  the pool's header: blk + BLK_NMINE
     ldrb(r0, [r5, 0])    # noqa: F821  f, frames in the pool
-    cmp(r0, 8)           # noqa: F821
+    cmp(r0, _POOL)       # noqa: F821
     bcs(MSTOP)           # noqa: F821  full: the node hands them over first
     mov(r6, r1)          # noqa: F821
     mov(r7, r1)          # noqa: F821
-    add(r7, 81)          # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
+    add(r7, _MAX_WIRE + 1)   # noqa: F821  the delimiter by p + MAX_WIRE, and before the end
     cmp(r7, r4)          # noqa: F821
     bls(MSCAN)           # noqa: F821
     mov(r7, r4)          # noqa: F821
@@ -235,21 +265,21 @@ def cut(r0, r1, r2):
     add(r6, 1)           # noqa: F821
     b(MSCAN)             # noqa: F821
     label(MJ)            # noqa: F821  r6: its delimiter j; the frame is handled now
-    ldrb(r2, [r3, 19])   # noqa: F821
+    ldrb(r2, [r3, _BLK_GOAL_NEW])   # noqa: F821
     cmp(r2, 0)           # noqa: F821
     beq(MJ2)             # noqa: F821
-    ldrb(r2, [r3, 18])   # noqa: F821  a ring's GOAL: its tick is held
-    strb(r2, [r5, 3])    # noqa: F821
+    ldrb(r2, [r3, _BLK_GOAL_TICK])   # noqa: F821  a ring's GOAL: its tick is held
+    strb(r2, [r5, _BLK_RING_TICK - _BLK_NMINE])   # noqa: F821
     mov(r2, 1)           # noqa: F821
-    strb(r2, [r5, 4])    # noqa: F821
+    strb(r2, [r5, _BLK_RING_HELD - _BLK_NMINE])   # noqa: F821
     mov(r2, 0)           # noqa: F821
-    strb(r2, [r3, 19])   # noqa: F821
+    strb(r2, [r3, _BLK_GOAL_NEW])   # noqa: F821
     label(MJ2)           # noqa: F821
-    lsl(r7, r0, 6)       # noqa: F821
+    lsl(r7, r0, _POOL_FRAME_SHIFT)   # noqa: F821
     add(r7, r7, r5)      # noqa: F821
-    add(r7, 14)          # noqa: F821  out = blk + 616 + f * 64
+    add(r7, _BLK_POOL - _BLK_NMINE)   # noqa: F821  out = blk + BLK_POOL + f * POOL_FRAME
     mov(r4, r7)          # noqa: F821
-    add(r4, 64)          # noqa: F821  its end
+    add(r4, _POOL_FRAME)   # noqa: F821  its end
     label(DLOOP)         # noqa: F821  COBS-decode p..j (cobs_decode_span's loop: an asm_thumb function calls no other)
     cmp(r1, r6)          # noqa: F821
     bcs(DDONE)           # noqa: F821
@@ -282,37 +312,37 @@ def cut(r0, r1, r2):
     add(r7, 1)           # noqa: F821
     b(DLOOP)             # noqa: F821
     label(DBAD)          # noqa: F821  not valid COBS, or longer than a pool frame
-    mov(r5, 150)         # noqa: F821
+    mov(r5, _BLK_NMINE >> 2)   # noqa: F821
     lsl(r5, r5, 2)       # noqa: F821
-    add(r5, 2)           # noqa: F821
+    add(r5, _BLK_NMINE & 3)   # noqa: F821
     add(r5, r5, r3)      # noqa: F821
-    ldrb(r0, [r5, 1])    # noqa: F821
+    ldrb(r0, [r5, _BLK_BAD - _BLK_NMINE])   # noqa: F821
     add(r0, 1)           # noqa: F821
-    strb(r0, [r5, 1])    # noqa: F821  counted for the node (agent.decoder.bad)
+    strb(r0, [r5, _BLK_BAD - _BLK_NMINE])   # noqa: F821  counted for the node (agent.decoder.bad)
     b(MDONE)             # noqa: F821
     label(DDONE)         # noqa: F821
-    mov(r5, 150)         # noqa: F821
+    mov(r5, _BLK_NMINE >> 2)   # noqa: F821
     lsl(r5, r5, 2)       # noqa: F821
-    add(r5, 2)           # noqa: F821
+    add(r5, _BLK_NMINE & 3)   # noqa: F821
     add(r5, r5, r3)      # noqa: F821
     ldrb(r0, [r5, 0])    # noqa: F821  f
-    sub(r4, 64)          # noqa: F821  the pool frame's start
+    sub(r4, _POOL_FRAME)   # noqa: F821  the pool frame's start
     sub(r7, r7, r4)      # noqa: F821  its length
     add(r4, r5, r0)      # noqa: F821
-    strb(r7, [r4, 6])    # noqa: F821  lengths[f]
+    strb(r7, [r4, _BLK_MINE_N - _BLK_NMINE])   # noqa: F821  lengths[f]
     add(r0, 1)           # noqa: F821
     strb(r0, [r5, 0])    # noqa: F821  f + 1
     label(MDONE)         # noqa: F821
     pop({r0, r1, r4})    # noqa: F821
-    ldr(r2, [r3, 12])    # noqa: F821  the table again
+    ldr(r2, [r3, _BLK_TABLE_AT])   # noqa: F821  the table again
     cmp(r0, 0)           # noqa: F821
     beq(MNEXT)           # noqa: F821
     b(PASS)              # noqa: F821  a broadcast: passed on too
     label(MNEXT)         # noqa: F821
     add(r1, r6, 1)       # noqa: F821  the next frame: after j
-    ldrh(r0, [r3, 6])    # noqa: F821
+    ldrh(r0, [r3, _BLK_K])   # noqa: F821
     add(r0, 1)           # noqa: F821
-    strh(r0, [r3, 6])    # noqa: F821  k += 1
+    strh(r0, [r3, _BLK_K])   # noqa: F821  k += 1
     b(FRAME)             # noqa: F821
     label(MSTOP)         # noqa: F821
     pop({r0, r1, r4})    # noqa: F821
@@ -324,16 +354,16 @@ def cut(r0, r1, r2):
     beq(RTYPE)           # noqa: F821  code 1: decoded byte 0 (the type) is 0x00
     ldrb(r7, [r1, 1])    # noqa: F821
     label(RTYPE)         # noqa: F821
-    cmp(r7, 4)           # noqa: F821  GOAL
+    cmp(r7, _GOAL)       # noqa: F821
     beq(RWAVE)           # noqa: F821
-    cmp(r7, 5)           # noqa: F821  ASSERT
+    cmp(r7, _ASSERT)     # noqa: F821
     beq(RWAVE)           # noqa: F821
     label(RDST)          # noqa: F821
     mov(r0, 255)         # noqa: F821
     b(DSTV)              # noqa: F821  taken and passed on, as on a chain
     label(RWAVE)         # noqa: F821  a goal wave's: its tick (low byte), decoded byte 6
     mov(r6, r1)          # noqa: F821
-    add(r6, 7)           # noqa: F821  at p + 7
+    add(r6, _HEADER + 1)   # noqa: F821  at p + 7 (the code byte, then the header)
     cmp(r6, r4)          # noqa: F821
     bcs(RSTOP)           # noqa: F821  the read ends first: _pump
     mov(r0, r1)          # noqa: F821
@@ -359,27 +389,27 @@ def cut(r0, r1, r2):
     beq(RTICK)           # noqa: F821
     ldrb(r0, [r6, 0])    # noqa: F821
     label(RTICK)         # noqa: F821  r0 tick, r5 type
-    mov(r7, 150)         # noqa: F821
+    mov(r7, _BLK_NMINE >> 2)   # noqa: F821
     lsl(r7, r7, 2)       # noqa: F821
-    add(r7, 2)           # noqa: F821
+    add(r7, _BLK_NMINE & 3)   # noqa: F821
     add(r7, r7, r3)      # noqa: F821  the pool's header
-    ldrb(r6, [r7, 4])    # noqa: F821  a goal's tick held?
+    ldrb(r6, [r7, _BLK_RING_HELD - _BLK_NMINE])   # noqa: F821  a goal's tick held?
     cmp(r6, 0)           # noqa: F821
     beq(RNEW)            # noqa: F821
-    ldrb(r6, [r7, 3])    # noqa: F821
+    ldrb(r6, [r7, _BLK_RING_TICK - _BLK_NMINE])   # noqa: F821
     cmp(r6, r0)          # noqa: F821
     beq(RSKIP)           # noqa: F821  the other wave got here first
     label(RNEW)          # noqa: F821
-    cmp(r5, 4)           # noqa: F821
+    cmp(r5, _GOAL)       # noqa: F821
     bne(RDST)            # noqa: F821  an ASSERT: taken
-    strb(r0, [r3, 18])   # noqa: F821  a GOAL: its tick held once it is handled (MJ)
+    strb(r0, [r3, _BLK_GOAL_TICK])   # noqa: F821  a GOAL: its tick held once it is handled (MJ)
     mov(r6, 1)           # noqa: F821
-    strb(r6, [r3, 19])   # noqa: F821
+    strb(r6, [r3, _BLK_GOAL_NEW])   # noqa: F821
     b(RDST)              # noqa: F821
     label(RSKIP)         # noqa: F821  neither passed on nor taken: past its delimiter
     mov(r6, r1)          # noqa: F821
     mov(r7, r1)          # noqa: F821
-    add(r7, 81)          # noqa: F821  (by p + MAX_WIRE)
+    add(r7, _MAX_WIRE + 1)   # noqa: F821  (by p + MAX_WIRE)
     cmp(r7, r4)          # noqa: F821
     bls(RSCAN)           # noqa: F821
     mov(r7, r4)          # noqa: F821
@@ -393,15 +423,15 @@ def cut(r0, r1, r2):
     b(RSCAN)             # noqa: F821
     label(RSKIPPED)      # noqa: F821
     add(r1, r6, 1)       # noqa: F821  the next frame
-    ldrh(r0, [r3, 6])    # noqa: F821
+    ldrh(r0, [r3, _BLK_K])   # noqa: F821
     add(r0, 1)           # noqa: F821
-    strh(r0, [r3, 6])    # noqa: F821  k += 1 (handled)
-    ldr(r2, [r3, 12])    # noqa: F821  the table
+    strh(r0, [r3, _BLK_K])   # noqa: F821  k += 1 (handled)
+    ldr(r2, [r3, _BLK_TABLE_AT])   # noqa: F821  the table
     b(FRAME)             # noqa: F821
     label(RSTOP)         # noqa: F821
     b(STOP)              # noqa: F821
     label(ALL)           # noqa: F821
-    ldrh(r0, [r3, 6])    # noqa: F821  -> k
+    ldrh(r0, [r3, _BLK_K])   # noqa: F821  -> k
     b(END)               # noqa: F821
     label(STOP)          # noqa: F821  -> -1 - (i | j << 12), j its delimiter
     mov(r5, r1)          # noqa: F821
@@ -414,13 +444,13 @@ def cut(r0, r1, r2):
     add(r5, 1)           # noqa: F821
     b(SCAN)              # noqa: F821
     label(NONE)          # noqa: F821
-    ldr(r5, [r3, 8])     # noqa: F821
+    ldr(r5, [r3, _BLK_DATA])   # noqa: F821
     mov(r6, 255)         # noqa: F821
     lsl(r6, r6, 4)       # noqa: F821
     add(r6, 15)          # noqa: F821
     add(r5, r5, r6)      # noqa: F821  data + 0xFFF: none
     label(FOUND)         # noqa: F821
-    ldr(r0, [r3, 8])     # noqa: F821
+    ldr(r0, [r3, _BLK_DATA])   # noqa: F821
     sub(r1, r1, r0)      # noqa: F821  i
     sub(r5, r5, r0)      # noqa: F821  j
     lsl(r5, r5, 12)      # noqa: F821
@@ -431,7 +461,7 @@ def cut(r0, r1, r2):
 
 @micropython.asm_thumb
 def cobs_peek(r0, r1, r2, r3):
-    # r0 data, r1 i, r2 j, r3 k -> framing.cobs_peek: byte k of the frame COBS-encoded
+    # r0 data, r1 i, r2 j, r3 k -> forward.cobs_peek: byte k of the frame COBS-encoded
     # in data[i:j], or -1
     add(r1, r0, r1)      # noqa: F821  p
     add(r2, r0, r2)      # noqa: F821  end
@@ -476,7 +506,7 @@ def cobs_peek(r0, r1, r2, r3):
 @micropython.asm_thumb
 def _split(r0, r1, r2, r3):
     # r0 data, r1 span = i | n << 16, r2 acc (MAX_WIRE = 80 bytes), r3 st (array('i'))
-    # -> framing.split_into
+    # -> forward.split_into
     lsr(r4, r1, 16)      # noqa: F821
     add(r4, r0, r4)      # noqa: F821  end
     lsl(r1, r1, 16)      # noqa: F821
@@ -490,7 +520,7 @@ def _split(r0, r1, r2, r3):
     add(r1, 1)           # noqa: F821
     cmp(r6, 0)           # noqa: F821
     beq(DELIM)           # noqa: F821
-    cmp(r5, 80)          # noqa: F821  MAX_WIRE
+    cmp(r5, _MAX_WIRE)   # noqa: F821
     bcs(OVER)            # noqa: F821
     add(r7, r2, r5)      # noqa: F821
     strb(r6, [r7, 0])    # noqa: F821
@@ -543,7 +573,7 @@ def crc16(r0, r1, r2):
 
 @micropython.asm_thumb
 def cobs_encode_at(r0, r1, r2, r3):
-    # r0 data, r1 n, r2 out, r3 o -> the end: framing.cobs_encode_at's loop, at out + o
+    # r0 data, r1 n, r2 out, r3 o -> the end: forward.cobs_encode_at's loop, at out + o
     add(r2, r2, r3)      # noqa: F821
     push({r3})           # noqa: F821  o, for the end
     mov(r3, 0)           # noqa: F821  code_i
@@ -583,7 +613,7 @@ def cobs_encode_at(r0, r1, r2, r3):
 
 @micropython.asm_thumb
 def cobs_decode_span(r0, r1, r2, r3):
-    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> framing.cobs_decode_into
+    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> forward.cobs_decode_into
     lsr(r5, r1, 16)      # noqa: F821
     lsl(r4, r1, 16)      # noqa: F821
     lsr(r4, r4, 16)      # noqa: F821
