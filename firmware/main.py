@@ -34,6 +34,8 @@ def run(path="/config.json", idle_exit_ms=0):
         return group.run(cfg, VERSION, idle_exit_ms)
     board, agent, node = build(cfg)
     agent.log("ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
+    if cfg.get("console_ready"):   # a flashed board: the boot line `linkteam flash` waits for
+        print("linkteam ready link %d fw %s board %s" % (agent.link, VERSION, board.name))
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
     # collection never lands between K_{i-1} and K_i or the goal and the torque; a
     # collection costs about the same however much garbage there is (mark ~ live data),

@@ -1,9 +1,17 @@
 """linkteam command line."""
 import argparse
 import json
+import os
 import sys
+import time
+import traceback
+from pathlib import Path
 
+from host.errors import UsageError
 from host.scenario import ScenarioError, load
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130   # 128 + SIGINT, as a shell reports it
 
 
 def _grouping(a, n):
@@ -157,31 +165,65 @@ def _add_tune_command(sub):
     t.set_defaults(fn=cmd_tune)
 
 
+def _bus_json(text):
+    if not text:
+        return {}
+    try:
+        bus = json.loads(text)
+    except ValueError as e:
+        raise UsageError("--bus-json: not JSON (%s): %r" % (e, text)) from None
+    if not isinstance(bus, dict):
+        raise UsageError("--bus-json: a JSON object, e.g. '{\"base_port\": 47000}', not %r" % text)
+    return bus
+
+
 def cmd_flash(a):
     from host import flash
-    sc = load(a.scenario)
-    bus = json.loads(a.bus_json) if a.bus_json else {}
-    targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
     if not a.chain and (a.port is None or a.link is None):
-        sys.stderr.write("linkteam flash: give --port and --link, or --chain MAP\n")
-        return 2
+        raise UsageError("give --port and --link, or --chain MAP")
+    sc = load(a.scenario)
+    bus = _bus_json(a.bus_json)
+    targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
+    for link in sorted(targets):   # every target checked before any board is touched
+        flash.check_target(sc, link, a.board, bus)
     for link, port in sorted(targets.items()):
-        flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
+        try:
+            flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
+        except flash.FlashError as e:
+            if e.status is None:
+                raise
+            sys.stderr.write("linkteam flash: %s; the board said:\n" % e)
+            sys.stderr.write("".join("  | %s\n" % line for line in e.lines))
+            return e.status
     return 0
 
 
 def cmd_boards(a):
     from host import flash
-    ports = a.ports.split(",") if a.ports else flash.list_ports()
-    print("%-24s %-10s %-8s %-5s %-10s %s" % ("port", "platform", "arch", "link", "board", "firmware"))
+    if a.ports:
+        ports = [p.strip() for p in a.ports.split(",") if p.strip()]
+    else:
+        ports, tried = flash.discover_ports()
+        print("looked for boards in: %s" % "; ".join(tried))
+        if not ports:
+            print("no boards found: plug one in, start `linkteam vboard PATH`, or name ports with --ports P1,P2")
+            return 1
+    print("%-24s %-10s %-8s %-5s %-10s %-8s %s" % ("port", "platform", "arch", "link", "board", "firmware", "boots"))
+    answered = 0
     for p in ports:
         try:
             i = flash.board_info(p)
-            flash.soft_reset_to_main(p)   # the REPL query stopped main.py: boot it again
-            print("%-24s %-10s %-8s %-5s %-10s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"]))
-        except Exception as e:
+        except flash.FlashError as e:
             print("%-24s (no answer: %s)" % (p, str(e).splitlines()[0]))
-    return 0
+            continue
+        answered += 1
+        if i["fw"] is None:
+            boots = "no: no linkteam firmware (linkteam flash)"
+        else:   # the REPL query stopped main.py: boot it again, and watch it boot
+            ok, said = flash.reset_and_watch(p)
+            boots = "yes" if ok else "no: " + (said[-1] if said else "?")
+        print("%-24s %-10s %-8s %-5s %-10s %-8s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"], boots))
+    return 0 if answered else 1
 
 
 def cmd_config(a):
@@ -190,11 +232,26 @@ def cmd_config(a):
         cfg = flash.dump_config(a.port)
         text = json.dumps(cfg, indent=2)
         if a.file:
-            open(a.file, "w").write(text + "\n")
+            try:
+                with open(a.file, "w") as f:
+                    f.write(text + "\n")
+            except OSError as e:
+                raise UsageError("--file %s: %s" % (a.file, e.strerror or e)) from None
         else:
             print(text)
     else:
-        flash.restore_config(a.port, json.load(open(a.file)))
+        if not a.file:
+            raise UsageError("config restore needs --file F (a JSON file, as config dump writes)")
+        try:
+            with open(a.file) as f:
+                cfg = json.load(f)
+        except OSError as e:
+            raise UsageError("--file %s: %s" % (a.file, e.strerror or e)) from None
+        except ValueError as e:
+            raise UsageError("--file %s: not JSON: %s" % (a.file, e)) from None
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("link"), int):
+            raise UsageError("--file %s: not a link config (a JSON object with \"link\")" % a.file)
+        flash.restore_config(a.port, cfg)
     flash.soft_reset_to_main(a.port)   # back to the link agent (the REPL stopped it)
     return 0
 
@@ -360,14 +417,55 @@ def main(argv=None):
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
+    return _call(a.fn, a, a.cmd)
+
+
+def error_log_dir():
+    """Where the traceback of an unexpected error goes ($LINKTEAM_LOG_DIR, else
+    ~/.cache/linkteam, else the temporary directory)."""
+    d = os.environ.get("LINKTEAM_LOG_DIR")
+    for c in ([Path(d)] if d else []) + [Path.home() / ".cache" / "linkteam", Path(os.environ.get("TMPDIR", "/tmp"))]:
+        try:
+            c.mkdir(parents=True, exist_ok=True)
+            return c
+        except OSError:
+            continue
+    return Path(".")
+
+
+def _one_line(e):
+    text = str(e).strip() or type(e).__name__
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return lines[0] if len(lines) == 1 else "%s (%s)" % (lines[0].rstrip(":"), lines[-1])
+
+
+def _call(fn, a, cmd):
+    """Run one command: bad input -> one line and status 2; an unexpected error -> one line
+    naming the log that holds its traceback, status 1; Ctrl-C -> status 130. No traceback
+    reaches the terminal."""
+    from host.flash import FlashError
     try:
-        return a.fn(a)
+        return fn(a)
     except ScenarioError as e:
-        sys.stderr.write("linkteam: scenario error: %s\n" % e)
-        return 2
-    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
-        sys.stderr.write("linkteam: %s\n" % e)
-        return 2
+        sys.stderr.write("linkteam %s: scenario error: %s\n" % (cmd, _one_line(e)))
+        return EXIT_BAD_INPUT
+    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/logs.py)
+        sys.stderr.write("linkteam %s: %s\n" % (cmd, _one_line(e)))
+        return e.status if isinstance(e, FlashError) and e.status else EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("linkteam %s: interrupted\n" % cmd)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:   # `linkteam ... | head`
+        return 0
+    except Exception as e:
+        path = error_log_dir() / ("linkteam-error-%s-%d.log" % (time.strftime("%Y%m%d-%H%M%S"), os.getpid()))
+        try:
+            path.write_text("linkteam %s\n%s" % (" ".join(sys.argv[1:]), traceback.format_exc()))
+            where = "traceback in %s" % path
+        except OSError:
+            where = "no log written"
+        sys.stderr.write("linkteam %s: unexpected error: %s: %s (%s)\n" % (cmd, type(e).__name__, _one_line(e), where))
+        return 1
 
 
 if __name__ == "__main__":

@@ -137,8 +137,10 @@ class VirtualBoard:
 
 
 def main(path, fsdir=None):
+    from host.flash import register_vboard
     vb = VirtualBoard(path, fsdir).open()
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
+    note = register_vboard(vb.path)   # `linkteam boards` finds it without --ports
     sys.stderr.write("virtual board at %s (filesystem %s)\n" % (vb.path, vb.fsdir))
     try:
         vb.serve()
@@ -146,4 +148,5 @@ def main(path, fsdir=None):
         pass
     finally:
         vb.close()
+        note.unlink(missing_ok=True)
     return 0
