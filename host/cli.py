@@ -39,13 +39,20 @@ def _grouping(a, n):
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
+    if a.mode == "hil":
+        from host.runners.hil import parse_ports
+        if not a.ports:
+            raise UsageError("--mode hil needs --ports (the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | "
+                             "can:INTERFACE:CHANNEL)")
+        parse_ports(a.ports)
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
                 "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
-    summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
+    summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots,
+                                previous="replace" if a.force else "keep", **opts)
     if not a.quiet:
         print_summary(summary, out)
     return 0 if summary["status"] == "ok" else 3
@@ -70,6 +77,8 @@ def cmd_convert(a):
 
 def cmd_animate(a):
     from host import animate
+    if not (Path(a.rundir) / "summary.json").exists():
+        raise UsageError("%s is not a run directory (no summary.json)" % a.rundir)
     out = animate.animate(a.rundir, a.output, fps=a.fps, every=a.every)
     print("wrote", out)
     return 0
@@ -89,15 +98,31 @@ def cmd_console(a):
     if not (a.run or a.scenario):
         sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
         return 2
-    run_dir = a.run or str(Path("runs") / load(a.scenario).name)
+    run_dir = Path(a.run or Path("runs") / load(a.scenario).name)
+    links = _run_links(run_dir, a.scenario)
+    if a.link < 1 or (links and a.link > links):
+        raise UsageError("--link %d: %s has links 1-%s" % (a.link, run_dir, links or "N"))
+    sys.stderr.write("linkteam console: waiting up to %.0f s for link %d's log (%s) of a processes or hil run "
+                     "to %s ...\n" % (a.wait, a.link, services.node_log_path("", a.link), run_dir))
     try:
         services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
     except FileNotFoundError as e:
-        sys.stderr.write("linkteam console: %s\n" % e)
+        sys.stderr.write("linkteam console: gave up: %s\n" % e)
         return 1
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _run_links(run_dir, scenario):
+    """How many links the run (its summary, finished or under way) or the scenario has; None if unknown."""
+    from host.logs import partial_dir
+    for d in (partial_dir(run_dir), run_dir):
+        try:
+            return int(json.loads((d / "summary.json").read_text())["links"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return load(scenario).n if scenario else None
 
 
 def cmd_envelope(a):
@@ -258,17 +283,30 @@ def cmd_config(a):
 
 def cmd_scan(a):
     from bus_protocol import states
-    from host.runners.hil import open_ports, scan
-    tr = open_ports(a.ports, a.max_links)
-    try:
-        found = scan(tr, a.max_links, timeout=a.timeout)
-    finally:
-        tr.close()
+    from host.runners.hil import UART_BAUDS, open_ports, parse_ports, scan
+    if not 1 <= a.max_links <= 254:
+        raise UsageError("--max-links must be 1-254 (bus addresses), not %d" % a.max_links)
+    if not a.timeout > 0:
+        raise UsageError("--timeout must be positive, not %g" % a.timeout)
+    kind, kw = parse_ports(a.ports)
+    # what the medium has to sweep: every address answers one broadcast PING; on a UART
+    # with no @BAUD given, every usual line rate in turn
+    specs = [a.ports] if kind != "serial" or "@" in a.ports else ["%s@%d" % (a.ports, b) for b in UART_BAUDS]
+    found = {}
+    for spec in specs:
+        tr = open_ports(spec, a.max_links)
+        try:
+            found = scan(tr, a.max_links, timeout=a.timeout)
+        finally:
+            tr.close()
+        print("%s: %s" % (spec, "%d node(s)" % len(found) if found else "no answer"))
+        if found:
+            break
     for link, v in sorted(found.items()):
         print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
             link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
-        print("no nodes answered")
+        print("no nodes answered on addresses 1-%d (%s)" % (a.max_links, ", ".join(specs)))
     return 0 if found else 1
 
 
@@ -330,6 +368,8 @@ def main(argv=None):
     r.add_argument("--links-per-node", type=int, metavar="K", help="processes: K links per node process")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
+    r.add_argument("--force", action="store_true", help="replace a run already in the output directory "
+                   "(default: it is moved aside to OUT.YYYYmmdd-HHMMSS, the time it ended)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
