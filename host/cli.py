@@ -16,7 +16,7 @@ EXIT_INTERRUPTED = 130   # 128 + SIGINT, as a shell reports it
 
 def _grouping(a, n):
     """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes,
-    checked against the arm (SystemExit 2 with the reason)."""
+    checked against the arm (UsageError with the reason)."""
     from host.runners.processes import node_groups
     sizes = None
     try:
@@ -31,8 +31,7 @@ def _grouping(a, n):
             if a.baud and max(sizes) > 1:
                 raise ValueError("a node hosting several links does not pace its wires: no --baud with it")
     except ValueError as e:
-        sys.stderr.write("linkteam: --grouping: %s\n" % e)
-        raise SystemExit(2)
+        raise UsageError("--grouping: %s" % e) from None
     return sizes
 
 
@@ -310,6 +309,40 @@ def cmd_scan(a):
     return 0 if found else 1
 
 
+def cmd_node(a):
+    from host import node
+    return node.run(a, sys.stdout)
+
+
+def _add_node_command(sub):
+    n = sub.add_parser("node", help="one node's bring-up commands over the bus: status, brake, release, reset, "
+                       "get, set, save, jog, zero (firmware/params.py)")
+    n.add_argument("--ports", required=True, help="the host's end of the bus, as for --mode hil: udp:BASE | "
+                   "serial:PATH[@BAUD] | can:IFACE:CHANNEL")
+    n.add_argument("--link", type=int, required=True, help="the node's link (bus address)")
+    acts = n.add_subparsers(dest="action", required=True)
+    acts.add_parser("status", help="the node's STATUS: state, latched faults, counters")
+    acts.add_parser("brake", help="brake the joint (latches fault `command`)")
+    acts.add_parser("release", help="clear every latched fault (COMMAND RELEASE)")
+    acts.add_parser("reset", help="reboot the board: it boots main.py and reads its config file again")
+    g = acts.add_parser("get", help="read one parameter (a dotted config key: u_sat, behaviours.centering.kq)")
+    g.add_argument("key")
+    s = acts.add_parser("set", help="set one parameter (checked by the scenario schema; refused while running)")
+    s.add_argument("key")
+    s.add_argument("value", help="JSON: 12.5, true, [0, 0, 1]")
+    acts.add_parser("save", help="persist the node's config (its /config.json)")
+    j = acts.add_parser("jog", help="drive the joint by torque or velocity; it brakes when the jog stops "
+                        "being refreshed (dead-man, firmware/params.py JOG_TIMEOUT_MS)")
+    j.add_argument("--torque", type=float, help="N m (N for a prismatic joint), within u_sat")
+    j.add_argument("--velocity", type=float, help="rad/s (m/s), within safety.qd_max")
+    j.add_argument("--for", dest="seconds", type=float, default=1.0, help="seconds of refreshing (default 1)")
+    j.add_argument("--refresh-hz", type=float, default=20.0, help="jog commands a second (default 20)")
+    j.add_argument("--scenario", help="check --torque against the link's u_sat in this scenario first")
+    z = acts.add_parser("zero", help="encoder offset: the joint reads --at where it stands (saved)")
+    z.add_argument("--at", type=float, default=0.0, help="the position it reads now (rad or m; default 0)")
+    n.set_defaults(fn=cmd_node)
+
+
 def cmd_budget(a):
     from host import budget, hop_compute
     compute = {}
@@ -434,6 +467,7 @@ def main(argv=None):
     s_.add_argument("--max-links", type=int, default=32)
     s_.add_argument("--timeout", type=float, default=1.0)
     s_.set_defaults(fn=cmd_scan)
+    _add_node_command(sub)
     g = sub.add_parser("budget", help="bus bytes per cycle, chain latency and the highest control rate")
     g.add_argument("--links", type=int, required=True)
     g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
