@@ -19,7 +19,10 @@ from bus_protocol import messages as m
 from firmware import safety
 
 JOG_TIMEOUT_MS = 250   # the dead-man: a jog not refreshed for this long brakes the joint
-CONFIG_PATH = "/config.json"
+# the config file main.py reads at boot, from the working directory (the filesystem's root
+# on a board at boot): MicroPython's VfsPosix (the unix port, vboards) renames onto an
+# absolute path wrongly, a relative one rightly
+CONFIG_PATH = "config.json"
 
 
 def _say(agent, text):
@@ -58,7 +61,7 @@ def command(agent, cmd, arg):
             _jog(agent, cmd == m.CMD_JOG_VELOCITY, arg)
         elif cmd == m.CMD_REBOOT:
             reboot()
-    except (KeyError, ValueError, TypeError, OSError) as e:
+    except (KeyError, ValueError, TypeError, OSError, ImportError) as e:
         _say(agent, "! %s %s" % (type(e).__name__, e))
 
 
@@ -95,7 +98,7 @@ def save(agent):
 def _zero(agent, at):
     hal = agent.hal
     if not hasattr(hal, "q_offset"):
-        _say(agent, "! no encoder: a simulated joint reads the host's plant")
+        _say(agent, "! no encoder (a simulated joint)")
         return
     hal.read()
     hal.q_offset += at - hal.q   # firmware/hal/joint.py: q = q_offset + counts * scale
@@ -153,9 +156,7 @@ def jog_expired(agent):
 
 
 def reboot():
-    try:
-        import machine
+    import machine
+    if hasattr(machine, "reset"):
         machine.reset()
-    except ImportError:   # the unix port (a vboard restarts it: a soft reset)
-        import sys
-        sys.exit(0)
+    machine.soft_reset()   # the unix port: SystemExit, which a vboard takes for a reset (host/vboard.py)
