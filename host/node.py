@@ -19,10 +19,15 @@ from host.scenario_schema import BEHAVIOURS, LINK, _Checker
 REPLY_S = 2.0   # how long a command waits for the node's answer
 
 
+# the link fields a node's config holds as they are (host/scenario.py agent_configs; the
+# rest are the plant's, or the DH table's, fixed by the arm)
+NODE_LINK_FIELDS = ("u_sat", "q_low", "q_high", "mass", "centroid", "brake_at_start")
+
+
 def param_spec(key):
     """The schema entry of a parameter KEY (UsageError if it is not one)."""
     parts = key.split(".")
-    if len(parts) == 1 and parts[0] in LINK:
+    if len(parts) == 1 and parts[0] in NODE_LINK_FIELDS:
         return LINK[parts[0]]
     if len(parts) == 2 and parts[0] == "safety" and parts[1] in BEHAVIOURS["safety"]:
         spec = BEHAVIOURS["safety"][parts[1]]
@@ -33,7 +38,7 @@ def param_spec(key):
         if spec is not None and not isinstance(spec, dict):
             return spec
     raise UsageError("%r is not a parameter: a link field (%s), safety.FIELD or behaviours.NAME.FIELD "
-                     "(host/scenario_schema.py)" % (key, ", ".join(sorted(k for k in LINK if LINK[k][0] != "str"))))
+                     "(host/scenario_schema.py)" % (key, ", ".join(NODE_LINK_FIELDS)))
 
 
 def parse_value(key, text):
