@@ -232,18 +232,8 @@ def _console_lines(text):
 def reset_and_watch(port, timeout=BOOT_WAIT_S):
     """Soft-reset into main.py and read the console: -> (True, lines up to the agent's boot
     line) or (False, the board's lines: its traceback, or a note that nothing came)."""
-    import serial
-    try:
-        s = serial.Serial(port, 115200, timeout=0.1)
-    except (OSError, ValueError) as e:
-        raise FlashError("%s: cannot open the port: %s" % (port, e)) from None
-    with s:
-        s.write(b"\r\x03\x03")
-        time.sleep(0.1)
-        s.write(b"\x02")
-        time.sleep(0.1)
-        s.reset_input_buffer()
-        s.write(b"\x04")
+    with _open(port, 0.1) as s:
+        _soft_reset(s)
         buf = b""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -276,16 +266,29 @@ def verify_hashes(port, files):
         raise FlashError("hash mismatch on %s: %s" % (port, ", ".join(bad[:5])))
 
 
-def soft_reset_to_main(port, settle=0.3):
-    """Leave the raw REPL and soft-reset in the friendly REPL, so the board boots main.py."""
+def _open(port, timeout):
     import serial
-    with serial.Serial(port, 115200, timeout=0.2) as s:
-        s.write(b"\r\x03\x03")
-        time.sleep(0.1)
-        s.write(b"\x02")
-        time.sleep(0.1)
-        s.reset_input_buffer()
-        s.write(b"\x04")
+    try:
+        return serial.Serial(port, 115200, timeout=timeout)
+    except (OSError, ValueError) as e:
+        raise FlashError("%s: cannot open the port: %s" % (port, e)) from None
+
+
+def _soft_reset(s):
+    """Interrupt what runs, leave the raw REPL and soft-reset in the friendly REPL (Ctrl-C,
+    Ctrl-B, Ctrl-D), so the board boots main.py; what it said before is dropped."""
+    s.write(b"\r\x03\x03")
+    time.sleep(0.1)
+    s.write(b"\x02")
+    time.sleep(0.1)
+    s.reset_input_buffer()
+    s.write(b"\x04")
+
+
+def soft_reset_to_main(port, settle=0.3):
+    """Soft-reset the board into main.py without watching it boot (reset_and_watch does)."""
+    with _open(port, 0.2) as s:
+        _soft_reset(s)
         time.sleep(settle)
 
 

@@ -70,6 +70,8 @@ class Recorder:
         blocks = self.blocks
         if i == 0:   # the first row, or the last blocks are full
             self._grow(row)
+            if not self._rows:   # chunks count from the first row, not from a slow start-up
+                self._last = time.monotonic()
         elif len(row) != len(blocks):
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(blocks)))
         for k, v in row.items():
