@@ -46,6 +46,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     rd.attach(loop)
     if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
         loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
+    else:   # no critical path in-process: memory flat however long the run
+        loop.gp.services.keep_finish = False
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
     if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
