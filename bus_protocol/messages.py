@@ -52,6 +52,13 @@ CMD_PING = const(4)
 CMD_CONFIG_APPLY = const(5)
 CMD_NODE_OUT = const(6)     # host -> all: link `arg` is out of the team (braked, bridged)
 CMD_NODE_IN = const(7)      # host -> all: link `arg` is back in the team
+# bring-up (`linkteam node`, firmware/params.py), answered by LOG lines "param ..."
+CMD_PARAM = const(8)        # the CONFIG blob so far is {"get": KEY} or {"set": KEY, "value": V}
+CMD_SAVE = const(9)         # the link's config -> its config file
+CMD_ZERO = const(10)        # encoder offset: the joint reads `arg` where it stands (saved)
+CMD_JOG_TORQUE = const(11)  # drive the joint with torque `arg`; braked when not refreshed
+CMD_JOG_VELOCITY = const(12)  # ... at velocity `arg`
+CMD_REBOOT = const(13)      # restart the board (it reads its config file again)
 
 # ASSERT.kind values (docs/design.md §5: RMOA couplets; gravity assertions)
 KIND_RMOA = const(1)

@@ -373,6 +373,7 @@ class LinkAgent:
         self._silent = False
         self._k_off = self._u_off = 0.0
         self.bridged = 0       # packets composed over a missing K_{i-1}
+        self.jog = None        # ticks_us of the last jog command (firmware/params.py), while jogging
 
     def configure(self, cfg):
         """Take a link's config (at start, or a CONFIG blob applied while not running);
@@ -529,6 +530,8 @@ class LinkAgent:
         so a quiet bus is no fault and there is nothing to hold (docs/design.md §13);
         the joint is still read, which feeds a board's hardware watchdog (wdt_ms)."""
         sf = self.safety
+        if self.jog is not None and _once("params").jog_expired(self):   # the jog's dead-man
+            return True
         if sf.state == safety.INIT:
             return False
         if self.lockstep:
@@ -831,6 +834,8 @@ class LinkAgent:
             self.lockstep = arg == 1.0
         elif cmd == m.CMD_CONFIG_APPLY:
             _once("config_blob").apply(self)
+        elif m.CMD_PARAM <= cmd <= m.CMD_REBOOT:   # bring-up: parameters, save, zero, jog, reboot
+            _once("params").command(self, cmd, arg)
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:
             if int(arg) == self.link + 1 == self.n_links:   # the tip, distal neighbour of N-1
                 self.tip_out = cmd == m.CMD_NODE_OUT

@@ -49,6 +49,8 @@ def run(path="/config.json", idle_exit_ms=0):
         where = ""
     for a in agents:
         a.log("ready link %d fw %s board %s%s" % (a.link, VERSION, board.name, where))
+        if cfg.get("console_ready"):   # a flashed board: the boot line `linkteam flash` waits for
+            print("linkteam ready link %d fw %s board %s" % (a.link, VERSION, board.name))
     serve(board, agents, poll, cfg, idle_exit_ms)
     return agents if "group" in cfg else agents[0]
 

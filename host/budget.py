@@ -22,17 +22,32 @@ from bus_protocol import medium
 from bus_protocol import messages as m
 from host.hop_compute import BOARDS, DEFAULT_COMPUTE, board_compute
 
+BUS_FORMS = "uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA (bit/s; 1000000, 1e6, 1M or 500k)"
+_SI = {"k": 1e3, "K": 1e3, "M": 1e6}
+
+
+def parse_rate(text, spec):
+    """'1000000' | '1e6' | '1M' | '500k' -> bit/s (> 0); ValueError naming the spec."""
+    t = text.strip()
+    scale = _SI.get(t[-1:], 1.0)
+    try:
+        v = float(t[:-1] if scale != 1.0 else t) * scale
+    except ValueError:
+        raise ValueError("bus %r: %r is not a bit rate (%s)" % (spec, text, BUS_FORMS)) from None
+    if not v > 0 or v == float("inf"):
+        raise ValueError("bus %r: the bit rate must be positive, not %r" % (spec, text))
+    return v
+
+
 def parse_bus(spec):
     """uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA -> (kind, rate, data_rate)"""
     kind, _, rate = spec.partition(":")
-    if kind == "uart":
-        return kind, float(rate or 1000000), None
-    if kind == "can":
-        return kind, float(rate or 1000000), None
+    if kind in ("uart", "can"):
+        return kind, parse_rate(rate or "1000000", spec), None
     if kind == "canfd":
         nom, _, data = (rate or "1000000/5000000").partition("/")
-        return kind, float(nom), float(data or nom)
-    raise ValueError("bus: uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA, not %r" % spec)
+        return kind, parse_rate(nom, spec), parse_rate(data or nom, spec)
+    raise ValueError("bus: %s, not %r" % (BUS_FORMS, spec))
 
 
 def uart_bytes(mtype):
@@ -203,6 +218,10 @@ def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
 
 
 def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+    if n < 1:
+        raise ValueError("--links must be at least 1, not %d" % n)
+    if not rate > 0:
+        raise ValueError("--rate must be a positive number of Hz, not %g" % rate)
     r = simulate(n, bus, plant, compute, topology, kinematic_copies)
     period = 1.0 / rate
     lines = ["%d links on %s%s, plant %r%s: the cycle ends when %s" % (

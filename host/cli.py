@@ -1,14 +1,22 @@
 """linkteam command line."""
 import argparse
 import json
+import os
 import sys
+import time
+import traceback
+from pathlib import Path
 
+from host.errors import UsageError
 from host.scenario import ScenarioError, load
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130   # 128 + SIGINT, as a shell reports it
 
 
 def _grouping(a, n):
     """--grouping 5,1 | --links-per-node K (the last node takes what is left) -> sizes,
-    checked against the arm (SystemExit 2 with the reason)."""
+    checked against the arm (UsageError with the reason)."""
     from host.runners.processes import node_groups
     sizes = None
     try:
@@ -23,21 +31,27 @@ def _grouping(a, n):
             if a.baud and max(sizes) > 1:
                 raise ValueError("a node hosting several links does not pace its wires: no --baud with it")
     except ValueError as e:
-        sys.stderr.write("linkteam: --grouping: %s\n" % e)
-        raise SystemExit(2)
+        raise UsageError("--grouping: %s" % e) from None
     return sizes
 
 
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
+    if a.mode == "hil":
+        from host.runners.hil import parse_ports
+        if not a.ports:
+            raise UsageError("--mode hil needs --ports (the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | "
+                             "can:INTERFACE:CHANNEL)")
+        parse_ports(a.ports)
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
                 "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
-    summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots, **opts)
+    summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots,
+                                previous="replace" if a.force else "keep", **opts)
     if not a.quiet:
         print_summary(summary, out)
     return 0 if summary["status"] == "ok" else 3
@@ -62,6 +76,8 @@ def cmd_convert(a):
 
 def cmd_animate(a):
     from host import animate
+    if not (Path(a.rundir) / "summary.json").exists():
+        raise UsageError("%s is not a run directory (no summary.json)" % a.rundir)
     out = animate.animate(a.rundir, a.output, fps=a.fps, every=a.every)
     print("wrote", out)
     return 0
@@ -81,15 +97,31 @@ def cmd_console(a):
     if not (a.run or a.scenario):
         sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
         return 2
-    run_dir = a.run or str(Path("runs") / load(a.scenario).name)
+    run_dir = Path(a.run or Path("runs") / load(a.scenario).name)
+    links = _run_links(run_dir, a.scenario)
+    if a.link < 1 or (links and a.link > links):
+        raise UsageError("--link %d: %s has links 1-%s" % (a.link, run_dir, links or "N"))
+    sys.stderr.write("linkteam console: waiting up to %.0f s for link %d's log (%s) of a processes or hil run "
+                     "to %s ...\n" % (a.wait, a.link, services.node_log_path("", a.link), run_dir))
     try:
         services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
     except FileNotFoundError as e:
-        sys.stderr.write("linkteam console: %s\n" % e)
+        sys.stderr.write("linkteam console: gave up: %s\n" % e)
         return 1
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _run_links(run_dir, scenario):
+    """How many links the run (its summary, finished or under way) or the scenario has; None if unknown."""
+    from host.logs import partial_dir
+    for d in (partial_dir(run_dir), run_dir):
+        try:
+            return int(json.loads((d / "summary.json").read_text())["links"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return load(scenario).n if scenario else None
 
 
 def cmd_envelope(a):
@@ -157,31 +189,65 @@ def _add_tune_command(sub):
     t.set_defaults(fn=cmd_tune)
 
 
+def _bus_json(text):
+    if not text:
+        return {}
+    try:
+        bus = json.loads(text)
+    except ValueError as e:
+        raise UsageError("--bus-json: not JSON (%s): %r" % (e, text)) from None
+    if not isinstance(bus, dict):
+        raise UsageError("--bus-json: a JSON object, e.g. '{\"base_port\": 47000}', not %r" % text)
+    return bus
+
+
 def cmd_flash(a):
     from host import flash
-    sc = load(a.scenario)
-    bus = json.loads(a.bus_json) if a.bus_json else {}
-    targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
     if not a.chain and (a.port is None or a.link is None):
-        sys.stderr.write("linkteam flash: give --port and --link, or --chain MAP\n")
-        return 2
+        raise UsageError("give --port and --link, or --chain MAP")
+    sc = load(a.scenario)
+    bus = _bus_json(a.bus_json)
+    targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
+    for link in sorted(targets):   # every target checked before any board is touched
+        flash.check_target(sc, link, a.board, bus)
     for link, port in sorted(targets.items()):
-        flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
+        try:
+            flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
+        except flash.FlashError as e:
+            if e.status is None:
+                raise
+            sys.stderr.write("linkteam flash: %s; the board said:\n" % e)
+            sys.stderr.write("".join("  | %s\n" % line for line in e.lines))
+            return e.status
     return 0
 
 
 def cmd_boards(a):
     from host import flash
-    ports = a.ports.split(",") if a.ports else flash.list_ports()
-    print("%-24s %-10s %-8s %-5s %-10s %s" % ("port", "platform", "arch", "link", "board", "firmware"))
+    if a.ports:
+        ports = [p.strip() for p in a.ports.split(",") if p.strip()]
+    else:
+        ports, tried = flash.discover_ports()
+        print("looked for boards in: %s" % "; ".join(tried))
+        if not ports:
+            print("no boards found: plug one in, start `linkteam vboard PATH`, or name ports with --ports P1,P2")
+            return 1
+    print("%-24s %-10s %-8s %-5s %-10s %-8s %s" % ("port", "platform", "arch", "link", "board", "firmware", "boots"))
+    answered = 0
     for p in ports:
         try:
             i = flash.board_info(p)
-            flash.soft_reset_to_main(p)   # the REPL query stopped main.py: boot it again
-            print("%-24s %-10s %-8s %-5s %-10s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"]))
-        except Exception as e:
+        except flash.FlashError as e:
             print("%-24s (no answer: %s)" % (p, str(e).splitlines()[0]))
-    return 0
+            continue
+        answered += 1
+        if i["fw"] is None:
+            boots = "no: no linkteam firmware (linkteam flash)"
+        else:   # the REPL query stopped main.py: boot it again, and watch it boot
+            ok, said = flash.reset_and_watch(p)
+            boots = "yes" if ok else "no: " + (said[-1] if said else "?")
+        print("%-24s %-10s %-8s %-5s %-10s %-8s %s" % (p, i["platform"], i["arch"], i["link"], i["board"], i["fw"], boots))
+    return 0 if answered else 1
 
 
 def cmd_config(a):
@@ -190,29 +256,91 @@ def cmd_config(a):
         cfg = flash.dump_config(a.port)
         text = json.dumps(cfg, indent=2)
         if a.file:
-            open(a.file, "w").write(text + "\n")
+            try:
+                with open(a.file, "w") as f:
+                    f.write(text + "\n")
+            except OSError as e:
+                raise UsageError("--file %s: %s" % (a.file, e.strerror or e)) from None
         else:
             print(text)
     else:
-        flash.restore_config(a.port, json.load(open(a.file)))
+        if not a.file:
+            raise UsageError("config restore needs --file F (a JSON file, as config dump writes)")
+        try:
+            with open(a.file) as f:
+                cfg = json.load(f)
+        except OSError as e:
+            raise UsageError("--file %s: %s" % (a.file, e.strerror or e)) from None
+        except ValueError as e:
+            raise UsageError("--file %s: not JSON: %s" % (a.file, e)) from None
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("link"), int):
+            raise UsageError("--file %s: not a link config (a JSON object with \"link\")" % a.file)
+        flash.restore_config(a.port, cfg)
     flash.soft_reset_to_main(a.port)   # back to the link agent (the REPL stopped it)
     return 0
 
 
 def cmd_scan(a):
     from bus_protocol import states
-    from host.runners.hil import open_ports, scan
-    tr = open_ports(a.ports, a.max_links)
-    try:
-        found = scan(tr, a.max_links, timeout=a.timeout)
-    finally:
-        tr.close()
+    from host.runners.hil import UART_BAUDS, open_ports, parse_ports, scan
+    if not 1 <= a.max_links <= 254:
+        raise UsageError("--max-links must be 1-254 (bus addresses), not %d" % a.max_links)
+    if not a.timeout > 0:
+        raise UsageError("--timeout must be positive, not %g" % a.timeout)
+    kind, kw = parse_ports(a.ports)
+    # what the medium has to sweep: every address answers one broadcast PING; on a UART
+    # with no @BAUD given, every usual line rate in turn
+    specs = [a.ports] if kind != "serial" or "@" in a.ports else ["%s@%d" % (a.ports, b) for b in UART_BAUDS]
+    found = {}
+    for spec in specs:
+        tr = open_ports(spec, a.max_links)
+        try:
+            found = scan(tr, a.max_links, timeout=a.timeout)
+        finally:
+            tr.close()
+        print("%s: %s" % (spec, "%d node(s)" % len(found) if found else "no answer"))
+        if found:
+            break
     for link, v in sorted(found.items()):
         print("link %2d  state %s  faults %s  bad_frames %d  cycle_us %d" % (
             link, states.state_name(v[1]), ",".join(states.fault_names(v[2])) or "-", v[3], v[4]))
     if not found:
-        print("no nodes answered")
+        print("no nodes answered on addresses 1-%d (%s)" % (a.max_links, ", ".join(specs)))
     return 0 if found else 1
+
+
+def cmd_node(a):
+    from host import node
+    return node.run(a, sys.stdout)
+
+
+def _add_node_command(sub):
+    n = sub.add_parser("node", help="one node's bring-up commands over the bus: status, brake, release, reset, "
+                       "get, set, save, jog, zero (firmware/params.py)")
+    n.add_argument("--ports", required=True, help="the host's end of the bus, as for --mode hil: udp:BASE | "
+                   "serial:PATH[@BAUD] | can:IFACE:CHANNEL")
+    n.add_argument("--link", type=int, required=True, help="the node's link (bus address)")
+    acts = n.add_subparsers(dest="action", required=True)
+    acts.add_parser("status", help="the node's STATUS: state, latched faults, counters")
+    acts.add_parser("brake", help="brake the joint (latches fault `command`)")
+    acts.add_parser("release", help="clear every latched fault (COMMAND RELEASE)")
+    acts.add_parser("reset", help="reboot the board: it boots main.py and reads its config file again")
+    g = acts.add_parser("get", help="read one parameter (a dotted config key: u_sat, behaviours.centering.kq)")
+    g.add_argument("key")
+    s = acts.add_parser("set", help="set one parameter (checked by the scenario schema; refused while running)")
+    s.add_argument("key")
+    s.add_argument("value", help="JSON: 12.5, true, [0, 0, 1]")
+    acts.add_parser("save", help="persist the node's config (its /config.json)")
+    j = acts.add_parser("jog", help="drive the joint by torque or velocity; it brakes when the jog stops "
+                        "being refreshed (dead-man, firmware/params.py JOG_TIMEOUT_MS)")
+    j.add_argument("--torque", type=float, help="N m (N for a prismatic joint), within u_sat")
+    j.add_argument("--velocity", type=float, help="rad/s (m/s), within safety.qd_max")
+    j.add_argument("--for", dest="seconds", type=float, default=1.0, help="seconds of refreshing (default 1)")
+    j.add_argument("--refresh-hz", type=float, default=20.0, help="jog commands a second (default 20)")
+    j.add_argument("--scenario", help="check --torque against the link's u_sat in this scenario first")
+    z = acts.add_parser("zero", help="encoder offset: the joint reads --at where it stands (saved)")
+    z.add_argument("--at", type=float, default=0.0, help="the position it reads now (rad or m; default 0)")
+    n.set_defaults(fn=cmd_node)
 
 
 def cmd_budget(a):
@@ -273,6 +401,8 @@ def main(argv=None):
     r.add_argument("--links-per-node", type=int, metavar="K", help="processes: K links per node process")
     r.add_argument("--ports", help="hil: the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
+    r.add_argument("--force", action="store_true", help="replace a run already in the output directory "
+                   "(default: it is moved aside to OUT.YYYYmmdd-HHMMSS, the time it ended)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
     r.set_defaults(fn=cmd_run)
@@ -337,6 +467,7 @@ def main(argv=None):
     s_.add_argument("--max-links", type=int, default=32)
     s_.add_argument("--timeout", type=float, default=1.0)
     s_.set_defaults(fn=cmd_scan)
+    _add_node_command(sub)
     g = sub.add_parser("budget", help="bus bytes per cycle, chain latency and the highest control rate")
     g.add_argument("--links", type=int, required=True)
     g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
@@ -360,14 +491,55 @@ def main(argv=None):
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
+    return _call(a.fn, a, a.cmd)
+
+
+def error_log_dir():
+    """Where the traceback of an unexpected error goes ($LINKTEAM_LOG_DIR, else
+    ~/.cache/linkteam, else the temporary directory)."""
+    d = os.environ.get("LINKTEAM_LOG_DIR")
+    for c in ([Path(d)] if d else []) + [Path.home() / ".cache" / "linkteam", Path(os.environ.get("TMPDIR", "/tmp"))]:
+        try:
+            c.mkdir(parents=True, exist_ok=True)
+            return c
+        except OSError:
+            continue
+    return Path(".")
+
+
+def _one_line(e):
+    text = str(e).strip() or type(e).__name__
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return lines[0] if len(lines) == 1 else "%s (%s)" % (lines[0].rstrip(":"), lines[-1])
+
+
+def _call(fn, a, cmd):
+    """Run one command: bad input -> one line and status 2; an unexpected error -> one line
+    naming the log that holds its traceback, status 1; Ctrl-C -> status 130. No traceback
+    reaches the terminal."""
+    from host.flash import FlashError
     try:
-        return a.fn(a)
+        return fn(a)
     except ScenarioError as e:
-        sys.stderr.write("linkteam: scenario error: %s\n" % e)
-        return 2
-    except FileExistsError as e:   # --out names a directory that is not a run's (host/logs.py)
-        sys.stderr.write("linkteam: %s\n" % e)
-        return 2
+        sys.stderr.write("linkteam %s: scenario error: %s\n" % (cmd, _one_line(e)))
+        return EXIT_BAD_INPUT
+    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/logs.py)
+        sys.stderr.write("linkteam %s: %s\n" % (cmd, _one_line(e)))
+        return e.status if isinstance(e, FlashError) and e.status else EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("linkteam %s: interrupted\n" % cmd)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:   # `linkteam ... | head`
+        return 0
+    except Exception as e:
+        path = error_log_dir() / ("linkteam-error-%s-%d.log" % (time.strftime("%Y%m%d-%H%M%S"), os.getpid()))
+        try:
+            path.write_text("linkteam %s\n%s" % (" ".join(sys.argv[1:]), traceback.format_exc()))
+            where = "traceback in %s" % path
+        except OSError:
+            where = "no log written"
+        sys.stderr.write("linkteam %s: unexpected error: %s: %s (%s)\n" % (cmd, type(e).__name__, _one_line(e), where))
+        return 1
 
 
 if __name__ == "__main__":

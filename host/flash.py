@@ -7,6 +7,7 @@
 A board here is anything mpremote can talk to: a USB board or `linkteam vboard PATH`."""
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,46 @@ def mpy_cross_opt(lines=False):
 
 
 class FlashError(RuntimeError):
-    pass
+    """A board that cannot be reached, written or booted. `status`: the exit status the CLI
+    gives (None: 2, bad input such as a port with no board); `lines`: the board's own
+    console lines (its boot traceback)."""
+
+    def __init__(self, message, status=None, lines=()):
+        RuntimeError.__init__(self, message)
+        self.status = status
+        self.lines = list(lines)
+
+
+READY = "linkteam ready"   # the agent's boot line on the console (firmware/main.py, "console_ready")
+BOOT_WAIT_S = 15.0         # a board's boot: import and build the agent (a vboard under load: seconds)
+
+
+def check_target(sc, link, board, bus):
+    """Before anything is copied: the link is one of the scenario's, the board is one the
+    firmware knows and its bus settings are there. -> None; FlashError (status 2) naming
+    what is wrong."""
+    from firmware import boards
+    if not isinstance(link, int) or not 1 <= link <= sc.n:
+        raise FlashError("--link %s: scenario %s (%s) has links 1-%d" % (link, sc.name, sc.path, sc.n))
+    if board is not None:
+        if board not in boards.BOARDS:
+            raise FlashError("--board %s: not a board of firmware/boards (%s)" % (board, ", ".join(sorted(boards.BOARDS))))
+        lack = boards.missing_bus(board, bus or {})
+        if lack:
+            raise FlashError("board %s needs %s in --bus-json (e.g. --bus-json '%s')" % (
+                board, ", ".join(lack), json.dumps({k: BUS_EXAMPLE.get(k, "...") for k in lack})))
+
+
+BUS_EXAMPLE = {"base_port": 47000, "up": "/dev/ttyS1"}
+
+
+def check_platform(board, info):
+    from firmware import boards
+    want = boards.PLATFORM.get(board)
+    if want and info["platform"] != want:
+        raise FlashError("--board %s runs on a %s board; the board on %s is %s (say --board %s)" % (
+            board, want, info["port"], info["platform"],
+            " or ".join(b for b, p in sorted(boards.PLATFORM.items()) if p == info["platform"]) or "?"))
 
 
 def tool(name):
@@ -48,9 +88,15 @@ def tool(name):
 
 def mpremote(port, *args, timeout=60):
     cmd = [tool("mpremote"), "connect", port, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise FlashError("%s: mpremote %s: no answer in %d s (is a board there, and in its REPL?)"
+                         % (port, args[0], timeout)) from None
     if r.returncode != 0:
-        raise FlashError("mpremote %s failed:\n%s%s" % (" ".join(args[:3]), r.stdout[-1500:], r.stderr[-1500:]))
+        out = [x for x in (r.stdout + r.stderr).splitlines() if x.strip()]
+        raise FlashError("%s: mpremote %s failed: %s" % (port, args[0], out[-1].strip() if out else "exit %d" % r.returncode),
+                         lines=out[-40:])
     return r.stdout
 
 
@@ -115,15 +161,22 @@ def link_config(sc, link, board, bus=None, extra=None):
     cfg = dict(sc.agent_configs[link - 1])
     cfg["board"] = board
     cfg["bus"] = dict(bus or {})
+    cfg["console_ready"] = True   # the boot line flash and boards wait for (READY)
     cfg.update(extra or {})
     return cfg
 
 
 def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print, lines=False):
+    """Copy the firmware and link `link`'s config onto the board at `port`, then reset it and
+    wait for the agent's boot line: FlashError (status 1, the board's own lines) if it
+    does not boot."""
+    check_target(sc, link, board, bus)
     info = board_info(port)
     board = board or DEFAULT_BOARD.get(info["platform"])
     if not board:
         raise FlashError("say --board for a %s board" % info["platform"])
+    check_target(sc, link, board, bus)
+    check_platform(board, info)
     log("%s: %s, mpy %s arch %s -> link %d as %s" % (port, info["platform"], info["mpy_version"],
                                                      info["arch"], link, board))
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,8 +211,41 @@ def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=pri
             verify_hashes(port, files)
             log("%s: %d files verified (sha256)" % (port, len(files)))
     if reset:
-        soft_reset_to_main(port)
+        ok, said = reset_and_watch(port)
+        if not ok:
+            raise FlashError("%s: link %d copied, but the agent did not boot" % (port, link), status=1, lines=said)
+        log("%s: boots: %s" % (port, said[-1] if said else READY))
     return info
+
+
+def _console_lines(text):
+    """The board's lines after its reset, without REPL banners and prompts."""
+    out = []
+    for line in text.replace("\r", "").split("\n"):
+        line = line.rstrip()
+        if line and not line.startswith((">>>", "MicroPython v", "Use Ctrl-D", "Type \"help()\"", "soft reboot",
+                                         "raw REPL", "MPY: ", "MicroPython ")):
+            out.append(line)
+    return out
+
+
+def reset_and_watch(port, timeout=BOOT_WAIT_S):
+    """Soft-reset into main.py and read the console: -> (True, lines up to the agent's boot
+    line) or (False, the board's lines: its traceback, or a note that nothing came)."""
+    with _open(port, 0.1) as s:
+        _soft_reset(s)
+        buf = b""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            buf += s.read(512)
+            text = buf.decode("utf-8", "replace")
+            if READY in text:
+                return True, [x for x in _console_lines(text) if READY in x][-1:]
+            tb = text.find("Traceback")
+            if tb >= 0 and (">>>" in text[tb:] or "Type \"help()\"" in text[tb:]):   # back in the REPL: it died
+                return False, _console_lines(text[tb:])
+    said = _console_lines(buf.decode("utf-8", "replace"))
+    return False, said or ["(nothing on the console in %.0f s: no boot line %r)" % (timeout, READY)]
 
 
 def verify_hashes(port, files):
@@ -180,16 +266,29 @@ def verify_hashes(port, files):
         raise FlashError("hash mismatch on %s: %s" % (port, ", ".join(bad[:5])))
 
 
-def soft_reset_to_main(port, settle=0.3):
-    """Leave the raw REPL and soft-reset in the friendly REPL, so the board boots main.py."""
+def _open(port, timeout):
     import serial
-    with serial.Serial(port, 115200, timeout=0.2) as s:
-        s.write(b"\r\x03\x03")
-        time.sleep(0.1)
-        s.write(b"\x02")
-        time.sleep(0.1)
-        s.reset_input_buffer()
-        s.write(b"\x04")
+    try:
+        return serial.Serial(port, 115200, timeout=timeout)
+    except (OSError, ValueError) as e:
+        raise FlashError("%s: cannot open the port: %s" % (port, e)) from None
+
+
+def _soft_reset(s):
+    """Interrupt what runs, leave the raw REPL and soft-reset in the friendly REPL (Ctrl-C,
+    Ctrl-B, Ctrl-D), so the board boots main.py; what it said before is dropped."""
+    s.write(b"\r\x03\x03")
+    time.sleep(0.1)
+    s.write(b"\x02")
+    time.sleep(0.1)
+    s.reset_input_buffer()
+    s.write(b"\x04")
+
+
+def soft_reset_to_main(port, settle=0.3):
+    """Soft-reset the board into main.py without watching it boot (reset_and_watch does)."""
+    with _open(port, 0.2) as s:
+        _soft_reset(s)
         time.sleep(settle)
 
 
@@ -198,8 +297,15 @@ def parse_map(text):
     out = {}
     for part in text.split(","):
         if part.strip():
-            k, v = part.split("=", 1)
-            out[int(k)] = v.strip()
+            k, eq, v = part.partition("=")
+            try:
+                out[int(k)] = v.strip()
+            except ValueError:
+                k = ""
+            if not k or not eq or not v.strip():
+                raise FlashError("--chain: LINK=PORT,... (1=/dev/ttyACM0,2=/dev/ttyACM1), not %r" % part)
+    if not out:
+        raise FlashError("--chain: LINK=PORT,... (1=/dev/ttyACM0,2=/dev/ttyACM1), not %r" % text)
     return out
 
 
@@ -221,9 +327,50 @@ def restore_config(port, cfg):
 
 
 def list_ports():
-    """Serial ports that look like boards (USB CDC/serial) plus virtual boards given."""
+    """Serial ports that look like boards (USB CDC/serial, pyserial's port listing)."""
     from serial.tools import list_ports as lp
     return [p.device for p in lp.comports() if p.vid is not None or "ACM" in p.device or "USB" in p.device]
+
+
+def vboard_registry():
+    """Where running `linkteam vboard`s note their ports (one file per board process)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / ("linkteam-vboards-%d" % os.getuid())
+
+
+def register_vboard(path):
+    """Note a vboard's port for discovery; -> the note (removed by the vboard on exit)."""
+    d = vboard_registry()
+    d.mkdir(parents=True, exist_ok=True)
+    note = d / ("%d" % os.getpid())
+    note.write_text(str(Path(path).absolute()))
+    return note
+
+
+def vboards():
+    """Ports of the running vboards (notes of processes that are gone are dropped)."""
+    out = []
+    d = vboard_registry()
+    for note in sorted(d.glob("*")) if d.is_dir() else ():
+        try:
+            os.kill(int(note.name), 0)
+            port = note.read_text().strip()
+        except (ValueError, OSError):
+            note.unlink(missing_ok=True)
+            continue
+        if os.path.exists(port):
+            out.append(port)
+    return out
+
+
+def discover_ports():
+    """`linkteam boards` without --ports: USB serial ports and vboards. -> (ports, what was
+    tried, one phrase each)."""
+    usb = list_ports()
+    vb = vboards()
+    tried = ["USB serial ports (pyserial): %s" % (", ".join(usb) or "none"),
+             "virtual boards (%s): %s" % (vboard_registry(), ", ".join(vb) or "none")]
+    return usb + [p for p in vb if p not in usb], tried
 
 
 def reset(port):

@@ -2,9 +2,12 @@
 run goes so that whatever stops it leaves the log, the data so far and the reason.
 
 A run to OUT is written into the sibling OUT.partial/ and renamed to OUT when it ends
-(status ok or aborted); the previous OUT stays whole until then, and is replaced whole. A
-directory OUT that holds files but no summary.json is not a run's: it is refused. Inside
-OUT.partial/:
+(status ok or aborted); the previous OUT stays whole until then. Then, with
+`previous="keep"` (`linkteam run`), the previous run is moved aside to OUT.YYYYmmdd-HHMMSS
+(the time it ended) and the run's log says where; with "replace" (`linkteam run --force`,
+and the tools that own their run directories: experiments, envelope, tune) it is
+replaced whole. A directory OUT that holds files but no summary.json is not a run's: it
+is refused. Inside OUT.partial/:
 
 * summary.json from the start, with status "aborted" and a reason saying the run did not
   finish, rewritten (atomically) at every chunk with how far it got: a run killed outright
@@ -49,9 +52,17 @@ class Recorder:
         self.n = n
         self.blocks = {}     # key -> [float64 array (BLOCK,) + the key's shape, ...]
         self.on_chunk = None
+        # with `reload` set (reload(n) -> the first n rows, as flushed to on_chunk), the
+        # blocks whose rows have all been handed to on_chunk are let go: a run's memory
+        # stays flat however long it goes; arrays() reads them back at the end
+        self.reload = None
         self.chunk_s = chunk_s
         self._rows = 0       # rows recorded
         self._flushed = 0
+        self._base = 0       # rows let go (a multiple of BLOCK): blocks[k][0] starts there
+        # blocks let go, filled again rather than allocated anew: the heap does not fragment
+        # (glibc keeps freed blocks of this size in the heap, and the process grew ~1 MB/s)
+        self._spare = {}
         self._last = time.monotonic()
 
     def add(self, **row):
@@ -59,6 +70,8 @@ class Recorder:
         blocks = self.blocks
         if i == 0:   # the first row, or the last blocks are full
             self._grow(row)
+            if not self._rows:   # chunks count from the first row, not from a slow start-up
+                self._last = time.monotonic()
         elif len(row) != len(blocks):
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(blocks)))
         for k, v in row.items():
@@ -70,12 +83,16 @@ class Recorder:
     def _grow(self, row):
         if self.blocks and row.keys() != self.blocks.keys():
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(self.blocks)))
+        spare = self._spare
         for k, v in row.items():
-            self.blocks.setdefault(k, []).append(np.empty((self.BLOCK,) + np.shape(v)))
+            shape = (self.BLOCK,) + np.shape(v)
+            blk = spare[k].pop() if spare.get(k) and spare[k][-1].shape == shape else np.empty(shape)
+            self.blocks.setdefault(k, []).append(blk)
 
     def _stack(self, key, start, stop):
-        """Rows start..stop-1 of `key` as one new array."""
+        """Rows start..stop-1 of `key` (start >= the rows let go) as one new array."""
         b = self.BLOCK
+        start, stop = start - self._base, stop - self._base
         parts = [blk[max(start - j * b, 0):stop - j * b] for j, blk in enumerate(self.blocks[key])
                  if j * b < stop and start < (j + 1) * b]
         return np.concatenate(parts) if len(parts) != 1 else parts[0].copy()
@@ -84,7 +101,10 @@ class Recorder:
         return self._rows
 
     def arrays(self):
-        return {k: self._stack(k, 0, self._rows) for k in self.blocks}
+        if not self._base:
+            return {k: self._stack(k, 0, self._rows) for k in self.blocks}
+        old = self.reload(self._base)
+        return {k: np.concatenate([old[k][:self._base], self._stack(k, self._base, self._rows)]) for k in self.blocks}
 
     def flush(self):
         """Hand the rows since the previous flush to on_chunk (if any)."""
@@ -92,6 +112,13 @@ class Recorder:
         if self.on_chunk is not None and n > self._flushed:
             self.on_chunk({k: self._stack(k, self._flushed, n) for k in self.blocks})
             self._flushed = n
+            if self.reload is not None:   # let go of the full blocks now on disk
+                drop = min(self._flushed - self._base, max(self._rows - 1 - self._base, 0)) // self.BLOCK
+                if drop > 0:
+                    for k, blks in self.blocks.items():
+                        self._spare[k] = blks[:drop][-2:]
+                        del blks[:drop]
+                    self._base += drop * self.BLOCK
         self._last = time.monotonic()
 
 
@@ -118,7 +145,11 @@ class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
 
-    def __init__(self, out_dir, header):
+    def __init__(self, out_dir, header, previous="replace"):
+        if previous not in ("keep", "replace"):
+            raise ValueError("previous: keep or replace, not %r" % previous)
+        self.previous = previous
+        self.aside = None   # where the previous run went (previous="keep")
         self.final = Path(out_dir)
         if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
             raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
@@ -148,6 +179,12 @@ class RunDir:
         self.head = {"scenario": loop.sc.name, "path": loop.sc.path, "links": loop.sc.n, "mode": loop.mode}
         self._summary_pending()
         loop.rec.on_chunk = self.chunk
+        loop.rec.reload = self.reload
+
+    def reload(self, n):
+        """The first n rows of the time series, from the chunks written so far."""
+        data = join_chunks(self.path)
+        return {k: v[:n] for k, v in data.items()}
 
     def chunk(self, rows):
         path = self.path / CHUNK_DIR / ("%06d.npz" % self.chunks)
@@ -187,8 +224,27 @@ class RunDir:
             self.log(line)
         self.finished = True
 
+    def aside_name(self):
+        """OUT.YYYYmmdd-HHMMSS of the previous run's end (its summary's time), -2, -3, ...
+        where that is taken."""
+        try:
+            t = (self.final / "summary.json").stat().st_mtime
+        except OSError:
+            t = time.time()
+        stem = "%s.%s" % (self.final.name, time.strftime("%Y%m%d-%H%M%S", time.localtime(t)))
+        cand, k = self.final.with_name(stem), 1
+        while cand.exists():
+            k += 1
+            cand = self.final.with_name("%s-%d" % (stem, k))
+        return cand
+
     def commit(self):
-        """OUT.partial -> OUT; the previous OUT is removed only once the new one is in place."""
+        """OUT.partial -> OUT; the previous OUT is moved aside (previous="keep") or removed
+        only once the new one is in place."""
+        if self.previous == "keep" and self.final.exists():
+            self.aside = self.aside_name()
+            os.rename(self.final, self.aside)
+            self.log("the previous run in %s was moved to %s" % (self.final, self.aside))
         self._log.close()
         old = self.final.with_name(self.final.name + ".old")
         if old.exists():
@@ -243,6 +299,11 @@ def load_run(run_dir):
     if (d / "timeseries.npz").exists():
         data = dict(np.load(d / "timeseries.npz", allow_pickle=False))
     else:
-        parts = [dict(np.load(p, allow_pickle=False)) for p in sorted((d / CHUNK_DIR).glob("*.npz"))]
-        data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+        data = join_chunks(d)
     return summary, data
+
+
+def join_chunks(d):
+    """The time series of the chunks in run directory d (timeseries/NNNNNN.npz), joined."""
+    parts = [dict(np.load(p, allow_pickle=False)) for p in sorted((Path(d) / CHUNK_DIR).glob("*.npz"))]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}

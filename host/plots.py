@@ -71,16 +71,52 @@ def error_plot(d, out, title):
     return _save(fig, out)
 
 
+TORQUE_UNIT = "N m; N for a prismatic joint"
+TRANSIENT_FACTOR = 3.0   # a start transient: torques above this x the second half's 99th percentile
+
+
+def settle_time(t, y):
+    """When the start transient is over: the sample after the last one whose magnitude (over
+    the trailing axes) exceeds TRANSIENT_FACTOR x the 99th percentile of the run's second
+    half; None where nothing in the first half stands out so (no transient to set apart)."""
+    a = np.abs(np.asarray(y, dtype=float).reshape(len(t), -1)).max(axis=1)
+    half = len(a) // 2
+    if half < 2:
+        return None
+    ref = np.percentile(a[half:], 99)
+    over = np.nonzero(a > TRANSIENT_FACTOR * max(ref, 1e-12))[0]
+    if not len(over) or over[-1] >= half:
+        return None
+    return float(t[over[-1] + 1])
+
+
+def _steady_ylim(ax, t, ys, t0):
+    """Scale ax to the curves ys after t0 (the start transient runs off the top, as said)."""
+    keep = t >= t0
+    lo = min(float(np.nanmin(y[keep])) for y in ys)
+    hi = max(float(np.nanmax(y[keep])) for y in ys)
+    pad = 0.08 * max(hi - lo, 1e-9)
+    ax.set_ylim(lo - pad, hi + pad)
+
+
 def torque_plot(d, out, title):
+    """Applied torques; where a start transient would flatten the rest, a second panel
+    shows the run after it on its own scale."""
     n = d["u"].shape[1]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i in range(n):
-        ax.plot(d["t"], d["u"][:, i], lw=0.8, label="link %d" % (i + 1))
-    ax.set_xlabel("t (s)")
-    ax.set_ylabel("joint torque (N m)")
-    ax.set_title("%s: applied joint torques" % title)
-    ax.legend(ncol=5, fontsize=7)
-    ax.grid(alpha=0.3)
+    t = d["t"]
+    ts = settle_time(t, d["u"])
+    fig, axes = plt.subplots(1 if ts is None else 2, 1, figsize=(8, 4.5 if ts is None else 7), squeeze=False)
+    for k, ax in enumerate(axes[:, 0]):
+        keep = t >= (ts if k else t[0])
+        for i in range(n):
+            ax.plot(t[keep], d["u"][keep, i], lw=0.8, label="link %d" % (i + 1))
+        ax.set_xlabel("t (s)")
+        ax.set_ylabel("joint torque (%s)" % TORQUE_UNIT, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_title("%s: applied joint torques" % title)
+    axes[0, 0].legend(ncol=5, fontsize=7)
+    if ts is not None:
+        axes[1, 0].set_title("after the start transient (t >= %.2f s), on its own scale" % ts, fontsize=9)
     return _save(fig, out)
 
 
@@ -89,13 +125,21 @@ def behaviour_plot(d, out, title, links=None, with_range=False, dpi=110):
     with_range, the link's range to the nearest obstacle surface on a right axis (7.67)."""
     n = d["comp"].shape[1]
     links = links or list(range(1, n + 1))
+    ts = settle_time(d["t"], d["comp"])
     fig, axes = plt.subplots(len(links), 1, figsize=(8, 1.6 * len(links) + 0.6), sharex=True, squeeze=False)
     for ax, i in zip(axes[:, 0], links):
+        drawn = []
         for j, name in enumerate(COMPONENTS):
             c = d["comp"][:, i - 1, j]
             if np.any(c != 0):
                 ax.plot(d["t"], c, lw=0.8, label=name)
-        ax.set_ylabel("link %d" % i, fontsize=8)
+                drawn.append(c)
+        if ts is not None and drawn:   # the start transient off the scale, its peak said
+            _steady_ylim(ax, d["t"], drawn, ts)
+            peak = max(float(np.abs(c[d["t"] < ts]).max()) for c in drawn)
+            ax.text(0.99, 0.95, "start: up to %.0f N m before t = %.2f s" % (peak, ts), transform=ax.transAxes,
+                    ha="right", va="top", fontsize=6, color="0.3")
+        ax.set_ylabel("link %d (%s)" % (i, "N m" if n > 4 else TORQUE_UNIT), fontsize=7)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="upper left")
         rho = d.get("rho")
@@ -104,7 +148,7 @@ def behaviour_plot(d, out, title, links=None, with_range=False, dpi=110):
             ax2.plot(d["t"], rho[:, i - 1], "k:", lw=0.8)
             ax2.set_ylabel("range (m)", fontsize=7)
             ax2.tick_params(labelsize=6)
-    axes[0, 0].set_title("%s: torque by behaviour (N m)%s" % (title, "; dotted: range to surface" if with_range else ""))
+    axes[0, 0].set_title("%s: torque by behaviour (%s)%s" % (title, TORQUE_UNIT, "; dotted: range to surface" if with_range else ""))
     axes[-1, 0].set_xlabel("t (s)")
     return _save(fig, out, dpi)
 
@@ -163,8 +207,10 @@ def snapshots_plot(d, out, title, knot_times, dpi=110):
         ax.set_ylim(-lim, lim)
         ax.set_aspect("equal")
         ax.set_title("t = %.1f s" % d["t"][i], fontsize=9)
+        ax.set_xlabel("x (m)", fontsize=7)
+        ax.set_ylabel("y (m)", fontsize=7)
         ax.tick_params(labelsize=7)
-    fig.suptitle("%s: arm at the knot points" % title)
+    fig.suptitle("%s: arm at the knot points (square: base; dotted: desired path)" % title)
     return _save(fig, out, dpi)
 
 

@@ -24,15 +24,18 @@ def vm_steal_ms():
         return None
 
 
-def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, **opts):
-    """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir);
-    returns (summary, run directory)."""
+def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, previous="replace", **opts):
+    """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir;
+    `previous`: keep, moved aside, or replace a run already there); returns (summary, run
+    directory)."""
     if sc.controller["kind"] != "multiagent" and mode != "inprocess":
         raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
                             "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
-    with logs.RunDir(out_dir or Path("runs") / sc.name, header) as rd:
+    with logs.RunDir(out_dir or Path("runs") / sc.name, header, previous) as rd:
         summary = _run(sc, rd, mode, quiet, make_plots, opts)
+    if rd.aside is not None:
+        summary["previous_run"] = str(rd.aside)
     return summary, rd.final
 
 
@@ -43,6 +46,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     rd.attach(loop)
     if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
         loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
+    else:   # no critical path in-process: memory flat however long the run
+        loop.gp.services.keep_finish = False
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
     if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
@@ -144,6 +149,8 @@ def print_summary(summary, out_dir, stream=sys.stdout):
         stream.write("  %-16s %s\n" % (k, ("%.6g" % v) if isinstance(v, float) else v))
     if summary.get("reason"):
         stream.write("  reason           %s\n" % summary["reason"])
+    if summary.get("previous_run"):
+        stream.write("  (the previous run there was moved to %s)\n" % summary["previous_run"])
 
 
 def dumps(summary):

@@ -184,6 +184,9 @@ def load(path):
     """Read and validate a scenario file (TOML, or a thesis NAME.scenario directory)."""
     path = Path(path)
     if path.is_dir():
+        if path.suffix != ".scenario":
+            raise ScenarioError(path, None, "file", "a directory; give a scenario TOML file or a thesis "
+                                "NAME.scenario directory (docs: README, Scenario files)")
         data = thesis_format.to_dict(path)
         try:
             return from_dict(data, path, "")
@@ -215,6 +218,8 @@ def read_toml(path, seen=()):
         text = path.read_text()
     except OSError as e:
         raise ScenarioError(path, None, "file", e.strerror or str(e))
+    except UnicodeDecodeError as e:
+        raise ScenarioError(path, None, "file", "not a text (UTF-8) file: byte %d is 0x%02x" % (e.start, e.object[e.start]))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -224,6 +229,8 @@ def read_toml(path, seen=()):
     bases = data.pop("extends", None)
     if bases is None:
         return data, sources
+    if "name" not in data:   # a derived scenario runs under its own file's name (runs/NAME)
+        data["name"] = path.stem
     if isinstance(bases, str):
         bases = [bases]
     if not isinstance(bases, list) or not bases or not all(isinstance(b, str) for b in bases):

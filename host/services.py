@@ -23,6 +23,8 @@ class HostServices:
         self.log_lines = {}  # link -> lines served
         self.run_dir = None
         self._files = {}
+        self.keep_finish = True   # False: TIMING frames are not kept (an in-process run's
+        # finish history goes nowhere, and would grow with the run)
 
     @property
     def finish(self):
@@ -65,9 +67,11 @@ class HostServices:
     def on_timing(self, t, link, v):
         """TIMING: first tick, 12 times from SYNC to TORQUE (NOT_FINISHED: the node did not
         act), 12 finish clocks (low 16 bits, unwrapped against the tick's opening)."""
-        self._timing.append((link, v))   # into finish when it is read
         if not self.shared_clock and self.run_dir is None:   # in-process: nothing else to do
+            if self.keep_finish:
+                self._timing.append((link, v))   # into finish when it is read
             return
+        self._timing.append((link, v))
         n = (len(v) - 1) // 2
         first = v[0]
         if self.shared_clock:

@@ -26,12 +26,19 @@ BOOT = ("import os, sys\n"
         "os.mount(os.VfsPosix(%r), '/')\n"
         "os.chdir('/')\n"
         "sys.path[:] = ['', '/lib', '.frozen']\n")
+# main.py ending in SystemExit (machine.soft_reset(), sys.exit(): firmware/params.py reboot)
+# is a board's soft reset: the unix port under -i would fall into its REPL instead, so the
+# wrapper says SOFT_RESET and serve() restarts the interpreter
+SOFT_RESET = b"[vboard: soft reset]"
 RUN_MAIN = ("try:\n"
             "    open('main.py').close()\n"
             "except OSError:\n"
             "    pass\n"
             "else:\n"
-            "    exec(open('main.py').read(), {'__name__': '__main__'})\n")
+            "    try:\n"
+            "        exec(open('main.py').read(), {'__name__': '__main__'})\n"
+            "    except SystemExit:\n"
+            "        print(%r)\n" % SOFT_RESET.decode())
 
 
 def _ctty():
@@ -50,11 +57,13 @@ class VirtualBoard:
         self.raw = False
         self.running = True
         self.resets = 0
+        self._tail = b""   # the child's last output (SOFT_RESET may span two reads)
 
     def open(self):
         self.user_m, self.user_s = pty.openpty()
         tty.setraw(self.user_s)
         tty.setraw(self.user_m)
+        os.set_blocking(self.user_m, False)   # output nobody reads is dropped (_to_user)
         link_pty(self.path, self.user_s)
         return self
 
@@ -97,6 +106,14 @@ class VirtualBoard:
             except OSError:
                 pass
 
+    def _to_user(self, data):
+        """Console output to the port; with nobody reading it and the pty's buffer full it
+        is lost, as a UART's output with nothing on the other end (never blocks the board)."""
+        try:
+            os.write(self.user_m, data)
+        except (BlockingIOError, InterruptedError):
+            pass
+
     def serve(self):
         self.start_child(boot_main=True)
         while self.running:
@@ -118,10 +135,16 @@ class VirtualBoard:
                 except OSError:
                     out = b""
                 if out:
-                    os.write(self.user_m, out)
+                    self._to_user(out)
+                    seen = self._tail + out
+                    self._tail = seen[-len(SOFT_RESET):]
+                    if SOFT_RESET in seen:   # main.py asked for a reset
+                        self._tail = b""
+                        self.child.kill()
+                        self.child.wait()
             if self.child.poll() is not None:   # Ctrl-D / sys.exit: a soft reset
                 self.stop_child()
-                os.write(self.user_m, b"soft reboot\r\n")
+                self._to_user(b"soft reboot\r\n")
                 self.resets += 1
                 self.start_child(boot_main=not self.raw)
 
@@ -137,8 +160,10 @@ class VirtualBoard:
 
 
 def main(path, fsdir=None):
+    from host.flash import register_vboard
     vb = VirtualBoard(path, fsdir).open()
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
+    note = register_vboard(vb.path)   # `linkteam boards` finds it without --ports
     sys.stderr.write("virtual board at %s (filesystem %s)\n" % (vb.path, vb.fsdir))
     try:
         vb.serve()
@@ -146,4 +171,5 @@ def main(path, fsdir=None):
         pass
     finally:
         vb.close()
+        note.unlink(missing_ok=True)
     return 0

@@ -63,7 +63,8 @@ def test_signal_mid_run_leaves_aborted_summary_and_partial_series(tmp_path, sig,
     out = tmp_path / "run"
     proc = start_run(tmp_path, out, args=args)
     proc.send_signal(sig)
-    assert proc.wait(timeout=300) == 3, proc.communicate()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3 and b"Traceback" not in err, err
     summary, data = load_run(out)
     assert summary["status"] == "aborted" and summary["reason"] == reason, summary
     t = data["t"]

@@ -58,9 +58,8 @@ def test_cli_checks_the_grouping_before_any_node_starts(capsys):
     for args, why in ((["--grouping", "5,4"], "adding up to the 10 links"),
                       (["--grouping", "5,x"], "invalid literal"),
                       (["--links-per-node", "2", "--baud", "1000000"], "does not pace its wires")):
-        with pytest.raises(SystemExit) as e:
-            cli.main(["run", ref, "--mode", "processes", "--quiet"] + args)
-        assert e.value.code == 2 and why in capsys.readouterr().err
+        assert cli.main(["run", ref, "--mode", "processes", "--quiet"] + args) == 2
+        assert why in capsys.readouterr().err
 
     class A:
         grouping, links_per_node, baud = None, 3, 0

@@ -67,10 +67,16 @@ class ControlLoop:
         synthetic: no deadline, the exchange waits for every torque. -> self.stats"""
         sc, plant, gp, stats = self.sc, self.plant, self.gp, self.stats
         now = schedule.now if schedule else time.perf_counter
-        steps = list(self.tick_steps())
+        # the ticks as the run goes, each with the next one's plant step (None after the
+        # last): memory does not grow with the scenario's duration
+        steps = self.tick_steps()
+        ahead = next(steps, None)
         start, cpu = now(), time.process_time()
         try:
-            for j, (k, s) in enumerate(steps):
+            j = -1
+            while ahead is not None:
+                (k, s), ahead = ahead, next(steps, None)
+                j += 1
                 if self.interrupted:
                     raise KeyboardInterrupt
                 t = s * sc.timestep
@@ -84,7 +90,7 @@ class ControlLoop:
                 frames = sensed + gp.begin(k, t)
                 deadline = None
                 if schedule:   # real time: tick k opens at t, its torques are due at the next tick
-                    t_next = steps[j + 1][1] * sc.timestep if j + 1 < len(steps) else t + 1.0 / sc.control_rate_hz
+                    t_next = ahead[1] * sc.timestep if ahead is not None else t + 1.0 / sc.control_rate_hz
                     deadline = schedule.open(t, t_next)
                     if j == 0:
                         start, cpu = now(), time.process_time()
@@ -99,8 +105,8 @@ class ControlLoop:
                 torques = self.faults.motor(t, gp.torques) if self.faults else gp.torques
                 self.hw.apply(torques, gp.states, gp.silent, gp.drop_after,
                               self.faults.locked(t) if self.faults else ())
-                if j + 1 < len(steps):
-                    plant.step(steps[j + 1][1] - s)
+                if ahead is not None:
+                    plant.step(ahead[1] - s)
                 if progress:
                     progress(t, sc.duration)
         except Aborted as e:

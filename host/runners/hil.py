@@ -17,17 +17,45 @@ from host.transports import open_transport
 HOST_PRIORITY = 10   # SCHED_FIFO where allowed: above every ordinary process
 
 
+UART_BAUDS = (1000000, 2000000, 921600, 460800, 115200)   # `linkteam scan` on a UART without @BAUD
+PORT_FORMS = "udp:BASE | serial:PATH[@BAUD] | can:INTERFACE:CHANNEL"
+
+
+def parse_ports(spec):
+    """--ports text -> (transport name, its keyword arguments but n_nodes); UsageError
+    naming what is wrong."""
+    from host.errors import UsageError
+    kind, _, rest = (spec or "").partition(":")
+    try:
+        if kind == "udp":
+            base = int(rest)
+            if not 1024 <= base <= 65000:
+                raise ValueError("a UDP base port 1024-65000")
+            return "udp", {"base_port": base}
+        if kind == "serial" and rest:
+            path, _, baud = rest.partition("@")
+            baud = int(baud or 1000000)
+            if baud <= 0:
+                raise ValueError("a positive baud rate")
+            return "serial", {"port": path, "baud": baud}
+        if kind == "can" and rest:
+            iface, _, channel = rest.partition(":")
+            return "can", {"interface": iface, "channel": channel}
+    except ValueError as e:
+        raise UsageError("--ports %r: %s (%s)" % (spec, e, PORT_FORMS)) from None
+    raise UsageError("--ports: %s, not %r" % (PORT_FORMS, spec))
+
+
 def open_ports(spec, n):
-    kind, _, rest = spec.partition(":")
+    """The host's end of the bus named by --ports (UsageError if it cannot be opened)."""
+    from host.errors import UsageError
+    kind, kw = parse_ports(spec)
     if kind == "udp":
-        return open_transport("udp", n_nodes=n, base_port=int(rest))
-    if kind == "serial":
-        path, _, baud = rest.partition("@")
-        return open_transport("serial", port=path, baud=int(baud or 1000000))
-    if kind == "can":
-        iface, _, channel = rest.partition(":")
-        return open_transport("can", interface=iface, channel=channel)
-    raise ValueError("--ports: udp:BASE | serial:PATH[@BAUD] | can:INTERFACE:CHANNEL, not %r" % spec)
+        kw["n_nodes"] = n
+    try:
+        return open_transport(kind, **kw)
+    except (OSError, ImportError) as e:   # pyserial's SerialException is an OSError
+        raise UsageError("--ports %s: cannot open it: %s" % (spec, e)) from None
 
 
 def scan(transport, n_max=32, timeout=1.0, rounds=3):

@@ -1,0 +1,37 @@
+"""A run directory is never silently replaced (host/logs.py RunDir previous=): `linkteam
+run` moves a finished run aside to OUT.YYYYmmdd-HHMMSS, `--force` replaces it; a scenario
+that extends another runs under its own file's name."""
+import json
+
+from host.cli import main
+from host.scenario import load
+
+from .conftest import REPO
+
+
+def short(tmp_path, name="short-hil2", top=""):
+    p = tmp_path / (name + ".toml")
+    p.write_text('extends = "%s"\n%s[simulation]\nduration = 0.1\n' % (REPO / "scenarios" / "hil2.toml", top))
+    return p
+
+
+def test_a_derived_scenario_runs_under_its_own_name(tmp_path):
+    assert load(short(tmp_path)).name == "short-hil2"
+    assert load(short(tmp_path, "named", 'name = "mine"\n')).name == "mine"
+
+
+def test_a_second_run_moves_the_first_aside_and_force_replaces(tmp_path, capsys):
+    p = short(tmp_path)
+    out = tmp_path / "runs" / "r"
+    assert main(["run", str(p), "--out", str(out), "--no-plots"]) == 0
+    first = json.loads((out / "summary.json").read_text())
+    (out / "mine.txt").write_text("a note in the first run")
+    assert main(["run", str(p), "--out", str(out), "--no-plots"]) == 0
+    aside = [d for d in out.parent.iterdir() if d.name.startswith("r.")]
+    assert len(aside) == 1 and (aside[0] / "mine.txt").read_text() == "a note in the first run"
+    assert json.loads((aside[0] / "summary.json").read_text()) == first
+    assert "moved to %s" % aside[0] in capsys.readouterr().out
+    assert "moved to" in (out / "run.log").read_text()
+    assert main(["run", str(p), "--out", str(out), "--no-plots", "--force"]) == 0
+    assert sorted(d.name for d in out.parent.iterdir()) == sorted(["r", aside[0].name])
+    assert not (out / "mine.txt").exists()
