@@ -26,8 +26,9 @@ def build(cfg):
 
 
 def run(path="/config.json", idle_exit_ms=0):
-    """Run the link agent until the bus goes away (or idle_exit_ms without a frame)."""
-    cfg = load_config(path)
+    """Run the link agent until the bus goes away (or idle_exit_ms without a frame);
+    `path`: its config JSON's, or the config itself (a dict)."""
+    cfg = load_config(path) if isinstance(path, str) else path
     idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
     if "group" in cfg:   # a node hosting several links (firmware/group.py)
         from firmware import group
