@@ -106,3 +106,55 @@ def test_cmsdk_uart_sleeps_until_a_whole_frame_and_echoes_it(build, firmware):
     assert said == "False" and 150 <= int(sleeps) <= 260, idle
     assert "K %d" % len(wire) in got and "AFTER None" in got, got
     assert echoed == wire
+
+
+def three_links(seconds=1.0):
+    """scenarios/reference.toml with three links, cut to `seconds`."""
+    data, sources = read_toml(REPO / "scenarios" / "reference.toml")
+    data["simulation"]["duration"] = seconds
+    data["robot"]["links"] = 3
+    return from_dict(data, REPO / "scenarios" / "reference.toml", sources)
+
+
+@pytest.fixture(scope="module")
+def unix_port_run(tmp_path_factory):
+    """The same arm in processes mode (the unix port, double precision), lockstep."""
+    from tests.conftest import missing
+    if missing("micropython"):
+        pytest.skip(missing("micropython"))
+    from host.run import run_scenario
+    s, out = run_scenario(three_links(), tmp_path_factory.mktemp("procs"), mode="processes", lockstep=True,
+                          quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    return s, np.load(out / "timeseries.npz")["u"]
+
+
+# Heavy: ~20 s of wall time per build on a quiet 2-core machine (3 QEMU machines, 120 ticks).
+# The boards compute in float32 (their MicroPython's float; linkcore's arrays), the unix port
+# in double: every torque is a sum of a few hundred operations each rounding by at most
+# 2^-24 relative, fed back for 120 ticks through a stable loop; 1e-4 of the largest torque
+# is ~100x what that makes and ~100x less than a wrong term (a sign, a missed assertion).
+RTOL = 1e-4
+
+
+@pytest.mark.parametrize("build", sorted(mcu.BUILDS))
+def test_three_boards_close_the_loop_as_the_unix_port_does(build, firmware, unix_port_run, tmp_path):
+    from host.run import run_scenario
+    want, u_want = unix_port_run
+    s, out = run_scenario(three_links(), tmp_path / "boards", mode="boards", board=build, quiet=True,
+                          make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    u = np.load(out / "timeseries.npz")["u"]
+    assert u.shape == u_want.shape
+    scale = np.abs(u_want).max()
+    assert np.abs(u - u_want).max() <= RTOL * scale
+    assert abs(s["e_rms_m"] - want["e_rms_m"]) <= RTOL * want["e_rms_m"]
+    ph = s["boards"]
+    assert ph["build"] == build and sorted(ph["links"]) == ["1", "2", "3"]
+    for link, d in ph["links"].items():
+        assert d["ticks"] >= 100, (link, d)   # one PH line per tick the board took part in
+        for name in ("sync", "k_hop", "goal_hop"):
+            assert 0 < d[name]["median"] <= d[name]["max"], (link, name, d)
+    rates = s["boards"]["control_rate_hz"]
+    assert rates and all(v > 0 for v in rates.values()), rates
+

@@ -25,6 +25,13 @@ from host.transports.stream import FdStreamTransport
 from sim_host.faults import wire_specs
 
 PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py TimedChainNode
+# Emulated boards run ~50x slower than real time on a loaded 2-core machine (10 M4F boards:
+# ~0.45 s of wall time per 8.3 ms tick), and a board's clock follows the wall clock while
+# it sleeps (-icount sleep=on): how long a node waits for K_{i-1} before it bridges it
+# (firmware/main.py quiet_ms, lockstep) and the host for a torque after the goal
+# (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms.
+QUIET_MS = 1000
+STRAGGLER_S = 10.0
 BOOT = ("import json, mcu_mpy_files, mp_node_cycle",
         "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)",   # linkcore.mpy from RAM, as from flash
         "from firmware import main",
@@ -121,7 +128,7 @@ class BoardCluster(processes.Cluster):
         for i in range(n):
             cfg = self._node_config(self.groups[i])
             has_down = i + 1 < len(downs)
-            cfg.update(board="mps2-uart", joint_uart=3, idle_exit_ms=self.idle_exit_ms,
+            cfg.update(board="mps2-uart", joint_uart=3, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
                        bus={"up": 1, "down": 2 if has_down else None, "ring": ring, "overhear": overhear})
             (self.dir / ("link%02d.json" % (i + 1))).write_text(json.dumps(cfg))
             joint = joints[i][1].detach()
@@ -214,6 +221,34 @@ def phase_summary(phases, build):
     return {"build": build, "unit": "instructions (QEMU -icount shift=0)", "links": per_link, "all": chain}
 
 
+def compute_us(summary, board, stat="median"):
+    """Per-hop compute (us, host/budget.py's) on board profile `board` (host/hop_compute.py
+    BOARDS) from a run's phase summary: instructions x cycles per instruction / clock."""
+    from host import hop_compute
+    build, mhz, cpi = hop_compute.BOARDS[board]
+    if build != summary["build"]:
+        raise ValueError("the run's boards are %s, board profile %s is %s" % (summary["build"], board, build))
+    a = summary["all"]
+    missing = [k for k in ("k_hop", "goal_hop", "forward") if k not in a]
+    if missing:
+        raise ValueError("the run counted no %s" % ", ".join(missing))
+    us = cpi / mhz
+    return {"k_us": a["k_hop"][stat] * us, "goal_us": a["goal_hop"][stat] * us, "fwd_us": a["forward"][stat] * us}
+
+
+def run_compute(run_dir, board=None, stat="median"):
+    """`linkteam budget --from-run`: (compute, board profile, links) of a boards-mode run."""
+    from host import hop_compute
+    path = Path(run_dir) / "summary.json"
+    with open(path) as f:
+        s = json.load(f)
+    if "boards" not in s:
+        raise ValueError("%s: not a boards-mode run (no \"boards\" figures)" % path)
+    if board is None:
+        board = [b for b, v in sorted(hop_compute.BOARDS.items()) if v[0] == s["boards"]["build"]][0]
+    return compute_us(s["boards"], board, stat), board, s["links"]
+
+
 def control_rates(summary, n, topology="ring"):
     """The control rate this chain would close at on each board profile (host/budget.py's
     chain simulation) from the run's own instruction counts (medians, then maxima) and
@@ -225,12 +260,7 @@ def control_rates(summary, n, topology="ring"):
         if build != summary["build"]:
             continue
         for stat in ("median", "max"):
-            a = summary["all"]
-            if not all(k in a for k in ("k_hop", "goal_hop", "forward")):
-                continue
-            us = cpi / mhz
-            compute = {"k_us": a["k_hop"][stat] * us, "goal_us": a["goal_hop"][stat] * us,
-                       "fwd_us": a["forward"][stat] * us}
+            compute = compute_us(summary, board, stat)
             for bus in ("uart:2000000", "canfd:1000000/5000000"):
                 r = budget.simulate(n, bus, plant="wire", compute=compute, topology=topology)
                 out["%s %s %s" % (board, bus, stat)] = round(r["max_rate_hz"], 1)
@@ -259,7 +289,8 @@ def run(loop, progress=None, board="m4f", topology="ring", **_):
         c = BoardCluster(sc, build=board, elf=elf, **kw)
         made.append(c)
         return c
-    stats = processes.run(loop, progress, lockstep=True, topology=topology, joint_io="none", make_cluster=make)
+    stats = processes.run(loop, progress, lockstep=True, topology=topology, joint_io="none", make_cluster=make,
+                          straggler=STRAGGLER_S)
     stats.bus = "uart (emulated %s boards)" % board
     if made:
         s = phase_summary(made[0].phases, board)
