@@ -30,7 +30,7 @@ PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py
 # it sleeps (-icount sleep=on): how long a node waits for K_{i-1} before it bridges it
 # (firmware/main.py quiet_ms, lockstep) and the host for a torque after the goal
 # (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms.
-QUIET_MS = 1000
+QUIET_MS = 300
 STRAGGLER_S = 10.0
 BOOT = ("import json, mcu_mpy_files, mp_node_cycle",
         "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)",   # linkcore.mpy from RAM, as from flash
