@@ -1,7 +1,8 @@
 # The CMSDK APB UART (ARM DDI 0479, Cortex-M System Design Kit: the UARTs of ARM's MPS2
 # FPGA images, five of them on QEMU's mps2-an385 / mps2-an386) and the board "mps2-uart"
 # (firmware/boards): a link agent on a Cortex-M whose chain ports and joint are UARTs
-#   UART0  console (the REPL; the node's phase trace, "PH" lines, goes out here)
+#   UART0  console (the REPL; the node's phase trace, "PH" lines, goes out here; what
+#          comes in while the agent runs is a line-break report, below)
 #   UART1  up, toward the host        UART2  down, toward the tip (a ring's tip: the
 #                                             return wire to the host)
 #   UART3  the joint: JOINT_STATE in, the TORQUE report out, as a motor driver's wire
@@ -16,6 +17,13 @@
 # for them). A port hands the node whole frames only (up to the last 0x00 received), as
 # an idle-line DMA receiver does, so what a poll round costs does not depend on how the
 # bytes happened to trickle in.
+#
+# A neighbour that loses power holds its TX line low: a break on this node's RX, which
+# STM32 (LBD) and RP2040 (PL011 BE) UARTs flag. The CMSDK UART has no break detection and
+# QEMU does not tell a UART its socket's far end closed, so the emulation reports it on
+# the console: a byte "1" or "2" there is a break on UART1 or UART2 (host/runners/boards.py
+# sends it when it kills a board). The port then reads as hung up (`hup`), as a desktop
+# node's wire does: a ring routes round the dead node (firmware/node.py).
 import time
 from array import array
 
@@ -92,6 +100,15 @@ def _tx(base: uint, buf: ptr8, n: int):
             pass
         reg[0] = buf[i]
         i += 1
+
+
+@micropython.viper
+def _console(base: uint) -> int:
+    """The byte the console UART holds, or -1."""
+    reg = ptr32(base)
+    if reg[1] & 2:
+        return int(reg[0])
+    return -1
 
 
 @micropython.asm_thumb
@@ -238,7 +255,7 @@ class Mps2Board(McuBoard):
         self.joint = Uart(int(cfg.get("joint_uart", 3)), 256)
         self.uarts = [u for u in (up, down, self.joint) if u is not None]
         self.bus_ports = [u for u in (up, down) if u is not None]
-        mask = 0
+        mask = 1 << RX_IRQS[0]   # the console: a line-break report
         for u in self.uarts:
             mask |= u.irq_bit
         self._mask = mask
@@ -284,6 +301,11 @@ class Mps2Board(McuBoard):
         t0 = time.ticks_ms()
         while True:
             got = False
+            c = _console(BASES[0])
+            if c == 0x31 or c == 0x32:   # "1", "2": a break on UART1 (up) or UART2 (down)
+                p = self.ports["up" if c == 0x31 else "down"]
+                if p is not None:
+                    p.hup = True
             for u in self.uarts:
                 u.pump()
             for u in self.bus_ports:

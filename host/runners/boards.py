@@ -32,12 +32,12 @@ PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py
 # (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms.
 QUIET_MS = 300
 STRAGGLER_S = 10.0
-BOOT = ("import json, mcu_mpy_files, mp_node_cycle",
+# typed into the REPL; the last line whole, so that nothing is left for the console to
+# read while the agent runs but line-break reports (firmware/hal/cmsdk_uart.py)
+BOOT = ("import json, machine, mcu_mpy_files, mp_node_cycle",
         "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)",   # linkcore.mpy from RAM, as from flash
         "from firmware import main",
-        "main.run(json.loads(%r))",
-        "import machine",
-        "machine.reset()")   # the agent is done: QEMU exits
+        "main.run(json.loads(%r)); machine.reset()")   # the agent is done: QEMU exits
 
 
 def qemu_argv(build, elf, serials):
@@ -105,6 +105,7 @@ class BoardCluster(processes.Cluster):
         super().__init__(sc, **kw)
         self.build, self.elf = build, elf
         self.phases = {}   # link -> [(tick, sync, k_hop, goal_hop, forward, n_forward)]
+        self.broken = set()   # links whose boards were killed, their neighbours told
 
     def start(self):
         processes._LIVE.add(self)
@@ -149,6 +150,22 @@ class BoardCluster(processes.Cluster):
         p.stdin.write(("\r".join(BOOT) % cfg_json + "\r").encode())
         p.stdin.flush()
         return p
+
+    def kill(self, link):
+        """node_crash: SIGKILL of the link's QEMU; its neighbours' UARTs see the break on
+        their lines to it (UART2 of the one before, UART1 of the one after)."""
+        super().kill(link)
+        if link in self.broken:
+            return
+        self.broken.add(link)
+        for other, uart in ((link - 1, b"2"), (link + 1, b"1")):
+            p = self.procs[other - 1] if 1 <= other <= self.n else None
+            if p is not None and p.poll() is None:
+                try:
+                    p.stdin.write(uart)
+                    p.stdin.flush()
+                except OSError:
+                    pass
 
     def restart(self, link, on_frame, lockstep):
         raise processes.Aborted("boards mode: a board that reboots is not emulated")
