@@ -173,3 +173,36 @@ def test_budget_from_run_prices_the_runs_counts_for_the_board(tmp_path, capsys):
     assert out.startswith("4 links on uart:2000000") and "fwd_us 2000, goal_us 2000" in out and "k_us 2000" in out
     assert cli.main(["budget", "--from-run", str(tmp_path), "--bus", "uart:2000000", "--board", "rp2040-125mhz"]) == 2
     assert "the run's boards are m4f" in capsys.readouterr().err
+
+
+def crash_scenario():
+    """scenarios/faults/link5-dies.toml on three links, 1 s, link 2 dying at 0.6 s (after the
+    start's transient: the arm holds its square without it)."""
+    p = REPO / "scenarios" / "faults" / "link5-dies.toml"
+    data, sources = read_toml(p)
+    data["simulation"]["duration"] = 1.0
+    data["robot"]["links"] = 3
+    data["fault"][0].update(link=2, start=0.6)
+    return from_dict(data, p, sources)
+
+
+# Heavy: ~40 s of wall time on a quiet 2-core machine (link 3 waits boards.QUIET_MS of its
+# clock before it bridges K_2, every tick after the crash).
+def test_a_board_crash_kills_its_qemu_and_the_ring_bridges_it(firmware, tmp_path):
+    from host.run import run_scenario
+    from tests.conftest import missing
+    if missing("micropython"):
+        pytest.skip(missing("micropython"))
+    want, _ = run_scenario(crash_scenario(), tmp_path / "procs", mode="processes", lockstep=True, quiet=True,
+                           make_plots=False)
+    assert want["status"] == "ok", want["reason"]
+    s, out = run_scenario(crash_scenario(), tmp_path / "boards", mode="boards", board="m4f", quiet=True,
+                          make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    team = [(e["link"], e["text"]) for e in s["faults"]["team"]]
+    assert (2, "process exited (status -9)") in team   # SIGKILL of its QEMU
+    # link 3 reports link 2 silent and bridges it, in the same tick as the unix port's node
+    assert s["faults"]["reports"] == want["faults"]["reports"] and any(
+        r["link"] == 3 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
+    assert s["faults"]["members"] == [1, 3]
+    assert abs(s["e_rms_m"] - want["e_rms_m"]) <= RTOL * want["e_rms_m"]
