@@ -313,6 +313,8 @@ def run(loop, progress=None, board="m4f", topology="ring", **_):
         s = phase_summary(made[0].phases, board)
         try:
             s["control_rate_hz"] = control_rates(s, loop.sc.n, topology)
+            from host.hop_compute import DEFAULT_COMPUTE   # what the run does not count: budget's figures
+            s["control_rate_assumes_us"] = {k: DEFAULT_COMPUTE[k] for k in ("host_us", "wake_us")}
         except (AttributeError, ValueError) as e:
             s["control_rate_hz"] = "not computed: %s" % e
         stats.boards = s
