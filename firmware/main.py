@@ -33,8 +33,9 @@ def build(cfg):
 
 def run(path="/config.json", idle_exit_ms=0):
     """Run the link agent (a group's: several) until the bus goes away (or idle_exit_ms
-    without a frame); -> the agent (a group's agents)."""
-    cfg = load_config(path)
+    without a frame); -> the agent (a group's agents). `path`: its config JSON's, or the
+    config itself (a dict)."""
+    cfg = load_config(path) if isinstance(path, str) else path
     idle_exit_ms = int(cfg.get("idle_exit_ms", idle_exit_ms))
     if "group" in cfg:   # a node hosting several links (firmware/group.py)
         from firmware import group

@@ -50,6 +50,8 @@ def cmd_run(a):
                 "topology": a.topology, "grouping": _grouping(a, sc.n)}
     elif a.mode == "hil":
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
+    elif a.mode == "boards":
+        opts = {"board": a.board, "topology": a.topology}
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots,
                                 previous="replace" if a.force else "keep", **opts)
     if not a.quiet:
@@ -352,9 +354,15 @@ def cmd_budget(a):
             if not compute:
                 sys.stderr.write("linkteam budget: the benchmark printed no HOP lines on %s\n" % a.measure_on)
                 return 1
+        if a.from_run:   # the instructions a boards-mode run counted (summary.json "boards")
+            from host.runners.boards import run_compute
+            compute, a.board, n = run_compute(a.from_run, a.board, a.stat)
+            a.links = a.links or n
+        if a.links is None:
+            raise ValueError("--links (or --from-run) is required")
         if a.compute:
             compute.update(hop_compute.parse_compute(a.compute, a.board))
-        elif a.board:
+        elif a.board and not a.from_run:
             import json
             with open(a.results) as f:
                 compute = hop_compute.board_compute(json.load(f), a.board)
@@ -383,7 +391,10 @@ def main(argv=None):
     r = sub.add_parser("run", help="run a scenario and write summary.json, the time series and plots")
     r.add_argument("scenario", help="scenario TOML file (or a thesis NAME.scenario directory)")
     r.add_argument("--out", help="output directory (default runs/<scenario name>)")
-    r.add_argument("--mode", choices=("inprocess", "processes", "hil"), default="inprocess")
+    r.add_argument("--mode", choices=("inprocess", "processes", "hil", "boards"), default="inprocess")
+    r.add_argument("--board", choices=("m4f", "m0plus"), default="m4f",
+                   help="boards mode: every link on an emulated Cortex-M4F (STM32F4 class) or Cortex-M0+ "
+                        "(RP2040's instruction set), QEMU, lockstep (MICROPY_SRC: host/mcu.py)")
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes, hil)")
@@ -469,7 +480,7 @@ def main(argv=None):
     s_.set_defaults(fn=cmd_scan)
     _add_node_command(sub)
     g = sub.add_parser("budget", help="bus bytes per cycle, chain latency and the highest control rate")
-    g.add_argument("--links", type=int, required=True)
+    g.add_argument("--links", type=int, help="links (default with --from-run: the run's)")
     g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
     g.add_argument("--rate", type=float, default=120.0, help="control rate to check (Hz)")
     g.add_argument("--plant", choices=("bus", "wire", "real"), default="real",
@@ -487,6 +498,11 @@ def main(argv=None):
                    help="per-hop compute of this board from make mcu-bench's instruction counts "
                         "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
     g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
+    g.add_argument("--from-run", metavar="RUN_DIR",
+                   help="per-hop compute from the instructions a `--mode boards` run counted (its summary.json), "
+                        "priced for --board (default: the profile of the run's build)")
+    g.add_argument("--stat", choices=("median", "max"), default="median",
+                   help="with --from-run: the run's median or largest count per phase")
     g.add_argument("--kinematic-copies", type=int, default=1, choices=(1, 2, 3),
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
     g.set_defaults(fn=cmd_budget)

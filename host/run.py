@@ -59,6 +59,9 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     elif mode == "hil":
         from host.runners import hil
         stats = hil.run(loop, progress, **opts)
+    elif mode == "boards":
+        from host.runners import boards
+        stats = boards.run(loop, progress, **opts)
     else:
         from host.runners import processes
         stats = processes.run(loop, progress, **opts)

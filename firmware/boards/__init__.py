@@ -10,6 +10,7 @@ BOARDS = {
     "unix-udp": "firmware.hal.unix",   # desktop process, CAN-FD medium on loopback UDP
     "rp2-uart": "firmware.hal.rp2_uart",    # RP2040/RP2350 node on a UART daisy chain
     "stm32-can": "firmware.hal.stm32_can",  # STM32 (pyb.CAN) node on CAN / CAN-FD
+    "mps2-uart": "firmware.hal.cmsdk_uart",  # emulated Cortex-M (QEMU MPS2), UART chain and joint
 }
 # what each board runs on (sys.platform) and the "bus" settings of config.json it cannot
 # boot without; `linkteam flash` checks both before it copies (host/flash.py check_target)

@@ -437,11 +437,12 @@ def group_name(groups):
 
 
 def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", joint_io="wire",
-        topology="ring", slowdown=1.0, grouping=None, **_):
+        topology="ring", slowdown=1.0, grouping=None, make_cluster=None, straggler=0.5, **_):
     """Run `loop` against N MicroPython processes; -> loop.stats. Wall clock unless
     `lockstep` (every torque awaited: the synthetic clock of an in-process run);
     `slowdown`: wall seconds per simulated second (wallclock.Schedule); `grouping`: links
-    per node process (node_groups)."""
+    per node process (node_groups); `make_cluster`: Cluster's stand-in (runners/boards.py);
+    `straggler`: lockstep with faults, s a torque is awaited after the goal (make_exchange)."""
     stats = loop.stats
     stats.bus, stats.baud = bus, baud
     stats.topology = topology if bus == "uart" else None
@@ -463,11 +464,11 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         workdir = run_dir / "processes"
         workdir.mkdir(exist_ok=True)
     try:
-        cluster = Cluster(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
+        cluster = (make_cluster or Cluster)(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
                           topology=topology, grouping=grouping, bus_faults=specs,
                           fault_seed=loop.faults.seed, workdir=workdir).__enter__()
         stats.grouping = group_name(cluster.groups)
-    except (Aborted, RuntimeError) as e:
+    except (Aborted, RuntimeError, ValueError) as e:
         stats.abort(str(e))
         return stats
     if specs:   # the host's own frames cross the faulty medium too
@@ -482,7 +483,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         if lockstep:
             exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
                                                timeout=stats.wait_with_patience(loop.sc),
-                                               straggler=0.5 if loop.faults else 0.0,
+                                               straggler=straggler if loop.faults else 0.0,
                                                stale_after=STALE_AFTER_S[1] if specs else 0.0)
             loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, True), progress)
         else:

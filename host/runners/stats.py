@@ -42,6 +42,7 @@ class RunStats:
         self.node_ready = []         # (link, text) of every node's `ready` line
         self.node_logs = ""          # what the node processes printed
         self.grouping = None         # processes: links per node process, Fernández's notation (p2a55)
+        self.boards = None           # boards: instructions per node and phase, control rates (runners/boards.py)
         # synthetic clock: how long a tick waits for its torques, what then, and how often it
         # ran out per link: {patience_s, on_patience, expired} (NYMPH's synch_wait patience)
         self.patience = None
@@ -73,7 +74,7 @@ class RunStats:
             out["late_host_ticks"] = self.late_host_ticks
             out["host_lag_max_ms"] = self.host_lag_max_ms
         for name in ("bus", "baud", "topology", "cpu_latency_qos", "cpu_us_per_tick", "vm_pauses", "figures_from",
-                     "grouping", "patience"):
+                     "grouping", "patience", "boards"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         for name in ("bus_cycle_ms", "goal_sent_ms"):

@@ -1,0 +1,208 @@
+"""Boards mode (host/runners/boards.py): the firmware on emulated Cortex-M boards (QEMU
+MPS2, host/mcu.py's builds) with the board "mps2-uart" (firmware/hal/cmsdk_uart.py).
+
+Needs qemu-system-arm, arm-none-eabi-gcc with newlib and MICROPY_SRC (as tests/test_mcu.py);
+otherwise skipped with the reason. The closed-loop runs are the heavy part (tens of
+seconds of wall time per board build on a quiet 2-core machine)."""
+import json
+import os
+import select
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from bus_protocol import framing
+from bus_protocol import messages as m
+from host import mcu
+from host.runners import boards
+from host.scenario import from_dict, read_toml
+from tests.conftest import REPO
+
+_LACK = mcu.missing()
+pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
+
+
+@pytest.fixture(scope="module")
+def firmware():
+    """Build once (incremental in build/mcu/, kept between runs)."""
+    return {name: mcu.build(name) for name in mcu.BUILDS}
+
+
+class Repl:
+    """One QEMU board, its REPL on stdin/stdout and UART1 on a socket of ours."""
+
+    def __init__(self, build, elf):
+        self.host, board = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = board.fileno()
+        self.p = subprocess.Popen(boards.qemu_argv(build, elf, ["stdio", fd]), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(fd,),
+                                  start_new_session=True)
+        board.close()
+        self.out = b""
+        self.until(b">>> ")
+
+    def until(self, marker, timeout=60.0):
+        t_end = time.monotonic() + timeout
+        fd = self.p.stdout.fileno()
+        while marker not in self.out:
+            left = t_end - time.monotonic()
+            assert left > 0 and select.select([fd], [], [], left)[0], "no %r from the board:\n%s" % (
+                marker, self.out.decode("utf-8", "replace")[-2000:])
+            c = os.read(fd, 4096)
+            assert c, "QEMU exited:\n%s" % self.out.decode("utf-8", "replace")[-2000:]
+            self.out += c
+        i = self.out.index(marker) + len(marker)
+        head, self.out = self.out[:i], self.out[i:]
+        return head.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def line(self, code):
+        self.p.stdin.write(code.encode() + b"\r")
+        self.p.stdin.flush()
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+        self.p.stdout.close()
+        self.p.stdin.close()
+        self.host.close()
+
+
+@pytest.mark.parametrize("build", sorted(mcu.BUILDS))
+def test_cmsdk_uart_sleeps_until_a_whole_frame_and_echoes_it(build, firmware):
+    """On the board: Mps2Board.wait() sleeps in WFI until UART1 holds a whole frame (a
+    frame's bytes without its 0x00 do not end it), readinto hands over whole frames only,
+    and write puts them back on the wire; idle, the board wakes about once per 1 ms
+    SysTick, not once per poll (a loop that spun would go round hundreds of times per ms)."""
+    frame = m.encode(m.SYNC, m.HOST, m.BROADCAST, 7, (42,))
+    wire = framing.uart_frame(frame)
+    second = framing.uart_frame(m.encode(m.SYNC, m.HOST, m.BROADCAST, 8, (43,)))
+    r = Repl(build, firmware[build])
+    try:
+        r.line("from firmware.hal import cmsdk_uart as cu")
+        r.line("b = cu.make_board('mps2-uart', {'bus': {'up': 1, 'down': None}, 'joint_uart': 3}); n = [0]; s = b.sleep")
+        r.line("exec('def counted():\\n n[0] += 1\\n s()\\n'); b.sleep = counted")
+        r.until(b">>> ")
+        r.until(b">>> ")
+        r.until(b">>> ")
+        r.line("print('IDLE', b.wait(200), n[0])")
+        idle = r.until(b">>> ")
+        r.line("buf = bytearray(256); n[0] = 0; print('GOT', b.wait(20000), n[0]); k = b.ports['up'].readinto(buf); "
+               "print('K', k); b.ports['up'].write(buf, k); print('AFTER', b.ports['up'].readinto(buf))")
+        time.sleep(0.5)
+        r.host.sendall(wire[:-1])          # the frame without its delimiter: not yet whole
+        time.sleep(0.5)
+        r.host.sendall(wire[-1:] + second[:5])   # its 0x00, and part of the next
+        got = r.until(b">>> ")
+        r.host.settimeout(10)
+        echoed = b""
+        while len(echoed) < len(wire):
+            echoed += r.host.recv(256)
+    finally:
+        r.close()
+    said, sleeps = idle.split("IDLE ")[1].split()[:2]
+    assert said == "False" and 150 <= int(sleeps) <= 260, idle
+    assert "K %d" % len(wire) in got and "AFTER None" in got, got
+    assert echoed == wire
+
+
+def three_links(seconds=1.0):
+    """scenarios/reference.toml with three links, cut to `seconds`."""
+    data, sources = read_toml(REPO / "scenarios" / "reference.toml")
+    data["simulation"]["duration"] = seconds
+    data["robot"]["links"] = 3
+    return from_dict(data, REPO / "scenarios" / "reference.toml", sources)
+
+
+@pytest.fixture(scope="module")
+def unix_port_run(tmp_path_factory):
+    """The same arm in processes mode (the unix port, double precision), lockstep."""
+    from tests.conftest import missing
+    if missing("micropython"):
+        pytest.skip(missing("micropython"))
+    from host.run import run_scenario
+    s, out = run_scenario(three_links(), tmp_path_factory.mktemp("procs"), mode="processes", lockstep=True,
+                          quiet=True, make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    return s, np.load(out / "timeseries.npz")["u"]
+
+
+# Heavy: ~20 s of wall time per build on a quiet 2-core machine (3 QEMU machines, 120 ticks).
+# The boards compute in float32 (their MicroPython's float; linkcore's arrays), the unix port
+# in double: every torque is a sum of a few hundred operations each rounding by at most
+# 2^-24 relative, fed back for 120 ticks through a stable loop; 1e-4 of the largest torque
+# is ~100x what that makes and ~100x less than a wrong term (a sign, a missed assertion).
+RTOL = 1e-4
+
+
+@pytest.mark.parametrize("build", sorted(mcu.BUILDS))
+def test_three_boards_close_the_loop_as_the_unix_port_does(build, firmware, unix_port_run, tmp_path):
+    from host.run import run_scenario
+    want, u_want = unix_port_run
+    s, out = run_scenario(three_links(), tmp_path / "boards", mode="boards", board=build, quiet=True,
+                          make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    u = np.load(out / "timeseries.npz")["u"]
+    assert u.shape == u_want.shape
+    scale = np.abs(u_want).max()
+    assert np.abs(u - u_want).max() <= RTOL * scale
+    assert abs(s["e_rms_m"] - want["e_rms_m"]) <= RTOL * want["e_rms_m"]
+    ph = s["boards"]
+    assert ph["build"] == build and sorted(ph["links"]) == ["1", "2", "3"]
+    for link, d in ph["links"].items():
+        assert d["ticks"] >= 100, (link, d)   # one PH line per tick the board took part in
+        for name in ("sync", "k_hop", "goal_hop"):
+            assert 0 < d[name]["median"] <= d[name]["max"], (link, name, d)
+    rates = s["boards"]["control_rate_hz"]
+    assert rates and all(v > 0 for v in rates.values()), rates
+
+
+
+def test_budget_from_run_prices_the_runs_counts_for_the_board(tmp_path, capsys):
+    """`linkteam budget --from-run`: a boards run's instructions per phase x the profile's
+    cycles per instruction / clock (an STM32F4 at 168 MHz, 1.5 per instruction: 112,000
+    instructions are 1 ms); a run of the other build is refused by name."""
+    from host import cli
+    per = {"median": 112000, "max": 224000}
+    run = {"links": 4, "boards": {"build": "m4f", "all": {"k_hop": per, "goal_hop": per, "forward": per}}}
+    (tmp_path / "summary.json").write_text(json.dumps(run))
+    assert cli.main(["budget", "--from-run", str(tmp_path), "--bus", "uart:2000000", "--stat", "max"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("4 links on uart:2000000") and "fwd_us 2000, goal_us 2000" in out and "k_us 2000" in out
+    assert cli.main(["budget", "--from-run", str(tmp_path), "--bus", "uart:2000000", "--board", "rp2040-125mhz"]) == 2
+    assert "the run's boards are m4f" in capsys.readouterr().err
+
+
+def crash_scenario():
+    """scenarios/faults/link5-dies.toml on three links, 1 s, link 2 dying at 0.6 s (after the
+    start's transient: the arm holds its square without it)."""
+    p = REPO / "scenarios" / "faults" / "link5-dies.toml"
+    data, sources = read_toml(p)
+    data["simulation"]["duration"] = 1.0
+    data["robot"]["links"] = 3
+    data["fault"][0].update(link=2, start=0.6)
+    return from_dict(data, p, sources)
+
+
+# Heavy: ~40 s of wall time on a quiet 2-core machine (link 3 waits boards.QUIET_MS of its
+# clock before it bridges K_2, every tick after the crash).
+def test_a_board_crash_kills_its_qemu_and_the_ring_bridges_it(firmware, tmp_path):
+    from host.run import run_scenario
+    from tests.conftest import missing
+    if missing("micropython"):
+        pytest.skip(missing("micropython"))
+    want, _ = run_scenario(crash_scenario(), tmp_path / "procs", mode="processes", lockstep=True, quiet=True,
+                           make_plots=False)
+    assert want["status"] == "ok", want["reason"]
+    s, out = run_scenario(crash_scenario(), tmp_path / "boards", mode="boards", board="m4f", quiet=True,
+                          make_plots=False)
+    assert s["status"] == "ok", s["reason"]
+    team = [(e["link"], e["text"]) for e in s["faults"]["team"]]
+    assert (2, "process exited (status -9)") in team   # SIGKILL of its QEMU
+    # link 3 reports link 2 silent and bridges it, in the same tick as the unix port's node
+    assert s["faults"]["reports"] == want["faults"]["reports"] and any(
+        r["link"] == 3 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
+    assert s["faults"]["members"] == [1, 3]
+    assert abs(s["e_rms_m"] - want["e_rms_m"]) <= RTOL * want["e_rms_m"]
