@@ -144,7 +144,8 @@ class ProgressBar:
         sys.stderr.write("\n")
 
 
-def print_summary(summary, out_dir, stream=sys.stdout):
+def print_summary(summary, out_dir, stream=None):
+    stream = stream or sys.stdout   # the one of the moment (not the one at import)
     keys = ("status", "e_rms_m", "phi_rms_rad", "q_rms_rad", "realtime_factor", "missed_cycles", "collisions")
     stream.write("%s -> %s\n" % (summary["scenario"], out_dir))
     for k in keys:
