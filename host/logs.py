@@ -118,7 +118,7 @@ class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
 
-    def __init__(self, out_dir, header):
+    def __init__(self, out_dir, header, live=None):
         self.final = Path(out_dir)
         if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
             raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
@@ -133,6 +133,9 @@ class RunDir:
         self.finished = False
         self.loop = None
         self._gp_logged = 0
+        self.live = live          # (address, port) of the live server, or None
+        self.telemetry = None     # host/telemetry.Telemetry: run.mcap (and the live server)
+        self._sent = (0, 0)       # the goal process's logs and events handed to it
         self._log = open(self.path / "run.log", "a", buffering=1)
         self.head = {}
         self._summary_pending()
@@ -147,6 +150,12 @@ class RunDir:
         self.loop = loop
         self.head = {"scenario": loop.sc.name, "path": loop.sc.path, "links": loop.sc.n, "mode": loop.mode}
         self._summary_pending()
+        from host.telemetry import LIVE_CHUNK_S, Telemetry
+        meta = {"n": loop.sc.n, "t0_ns": time.time_ns(), "scenario": loop.sc.name, "path": str(loop.sc.path),
+                "mode": loop.mode, "control_rate_hz": loop.sc.control_rate_hz, "obstacles": loop.sc.obstacles}
+        self.telemetry = Telemetry(self.path, meta, self.live)
+        if self.live:
+            loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S)
         loop.rec.on_chunk = self.chunk
 
     def chunk(self, rows):
@@ -157,7 +166,26 @@ class RunDir:
         self.chunks += 1
         self.t_last = float(rows["t"][-1])
         self._log_agents()
+        if self.telemetry is not None:
+            self._to_telemetry(path)
         self._summary_pending()
+
+    def _to_telemetry(self, path):
+        gp = self.loop.gp
+        n_logs, n_events = len(gp.logs), len(gp.events)
+        self.telemetry.chunk(path, gp.logs[self._sent[0]:n_logs], gp.events[self._sent[1]:n_events],
+                             {"host_good_frames": gp.decoder.good, "host_bad_frames": gp.decoder.bad,
+                              "late_assertions": gp.late_asserts})
+        self._sent = (n_logs, n_events)
+
+    def close_telemetry(self):
+        """The record's last rows to the telemetry, which finishes run.mcap -> its counts."""
+        if self.telemetry is None:
+            return {}
+        if self.loop is not None:
+            self.loop.rec.flush()
+        tel, self.telemetry = self.telemetry, None
+        return tel.close()
 
     def _log_agents(self):
         entries = self.loop.gp.logs if self.loop else []
@@ -179,6 +207,8 @@ class RunDir:
             summary["reason"] = "interrupted (%s)" % self.signal
             log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
         self._log_agents()
+        if self.telemetry is not None:
+            summary["telemetry"] = self.close_telemetry()
         if arrays:
             np.savez_compressed(self.path / "timeseries.npz", **arrays, **(meta or {}))
         shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
@@ -226,11 +256,12 @@ class RunDir:
             else:
                 if self.loop is not None:   # the rows since the last chunk
                     self.loop.rec.flush()
-                s = dict(self.head, status="aborted", reason=reason)
+                s = dict(self.head, status="aborted", reason=reason, telemetry=self.close_telemetry())
                 self.log("status aborted " + reason)
                 self.log("".join(traceback.format_exception(etype, exc, tb)))
                 self._log_agents()
                 _write_atomic(self.path / "summary.json", json.dumps(s, indent=2) + "\n")
+        self.close_telemetry()   # (closed already where the run finished)
         self.commit()
         return False
 

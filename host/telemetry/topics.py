@@ -1,0 +1,228 @@
+"""The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
+record (host/logs.Recorder: the same rows timeseries.npz holds) and the goal process's
+side information (node log lines, team events, bus counters), for run.mcap and the live
+server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
+ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
+(foxglove.Log, foxglove.SceneUpdate) so its Log and 3D panels show them.
+
+  /joints   every control tick: q, qd, torque u and its parts by behaviour, each link's
+            state, team membership and obstacle range
+  /tool     every control tick: desired and actual tool position, position and
+            orientation error
+  /goal     every control tick: the goal wrench f and RMDAC's adaptive gains k (6.206)
+  /nodes    every node's state, fault names, membership: at every change and once a second
+  /events   a node's state, faults or membership changed (with the host's reason), or the
+            host reported a team event
+  /bus      10 Hz: late ticks, the host's good and bad (CRC) frames, late assertions
+  /log      node log lines and host events (foxglove.Log)
+  /scene    20 Hz: the arm (link frames joined by a line, a sphere per joint), obstacles
+            and the desired path (foxglove.SceneUpdate)
+"""
+import math
+from collections import deque
+
+import orjson
+
+from bus_protocol import states
+from host.plots import COMPONENTS
+from host.rmdac import K0_NAMES
+
+SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
+BUS_HZ = 10.0
+SCENE_HZ = 20.0
+NODES_EVERY_S = 1.0
+PATH_POINTS = 1200   # the scene's desired-path trail: 60 s at SCENE_HZ
+LOG_INFO, LOG_WARNING, LOG_ERROR = 2, 3, 4   # foxglove.Log levels
+
+_num = {"type": "number"}
+_nums = {"type": "array", "items": {"type": ["number", "null"]}}
+_time = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
+_vec3 = {"type": "object", "properties": {k: _num for k in "xyz"}}
+_node = {"type": "object", "properties": {
+    "link": {"type": "integer"}, "state": {"type": "string"}, "braked": {"type": "boolean"},
+    "faults": {"type": "array", "items": {"type": "string"}}, "member": {"type": "boolean"},
+    "reason": {"type": "string"}}}
+
+
+def _obj(title, **props):
+    return {"title": title, "type": "object", "properties": props}
+
+
+# topic -> (schema name, JSON schema)
+SCHEMAS = {
+    "/joints": ("linkteam.Joints", _obj(
+        "linkteam.Joints", t=_num, tick=_num, q=_nums, qd=_nums, u=_nums,
+        u_behaviours={"type": "object", "properties": {c: _nums for c in COMPONENTS}},
+        state={"type": "array", "items": {"type": "string"}}, state_code=_nums,
+        member={"type": "array", "items": {"type": "boolean"}}, rho=_nums)),
+    "/tool": ("linkteam.Tool", _obj("linkteam.Tool", t=_num, p_d=_nums, p=_nums, error=_num, e_phi=_num)),
+    "/goal": ("linkteam.Goal", _obj(
+        "linkteam.Goal", t=_num, f=_nums,
+        gains={"type": "object", "properties": {g: _nums for g in K0_NAMES}})),
+    "/nodes": ("linkteam.Nodes", _obj("linkteam.Nodes", t=_num, nodes={"type": "array", "items": _node})),
+    "/events": ("linkteam.Event", _obj("linkteam.Event", t=_num, link={"type": "integer"},
+                                        kind={"type": "string"}, what={"type": "string"},
+                                        node=_node)),
+    "/bus": ("linkteam.Bus", _obj("linkteam.Bus", t=_num, late_ticks=_num, host_good_frames=_num,
+                                  host_bad_frames=_num, late_assertions=_num, contacts=_num)),
+    "/log": ("foxglove.Log", _obj("foxglove.Log", timestamp=_time, level={"type": "integer"},
+                                  message={"type": "string"}, name={"type": "string"},
+                                  file={"type": "string"}, line={"type": "integer"})),
+    "/scene": ("foxglove.SceneUpdate", _obj(
+        "foxglove.SceneUpdate", deletions={"type": "array"},
+        entities={"type": "array", "items": {"type": "object", "properties": {
+            "timestamp": _time, "frame_id": {"type": "string"}, "id": {"type": "string"},
+            "lines": {"type": "array"}, "spheres": {"type": "array"}}}})),
+}
+TOPICS = tuple(SCHEMAS)
+
+
+def dumps(msg):
+    """JSON bytes (orjson: floats in their shortest exact form, as Python's repr; NaN and
+    infinities, an obstacle range where there is none, as null)."""
+    return orjson.dumps(msg)
+
+
+def state_name(code):
+    return "silent" if code == SILENT else states.state_name(code)
+
+
+def _stamp(ns):
+    return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
+
+
+def _color(r, g, b, a=1.0):
+    return {"r": r, "g": g, "b": b, "a": a}
+
+
+_IDENTITY = {"position": {"x": 0, "y": 0, "z": 0}, "orientation": {"x": 0, "y": 0, "z": 0, "w": 1}}
+
+
+class Encoder:
+    """Rows of the per-tick record -> (topic, log time ns, JSON bytes), in time order.
+
+    meta: n (links), t0_ns (wall time of t = 0), obstacles [{name, radius, position}];
+    obstacle_at(t) -> every obstacle's position (moving obstacles), or None. The scene's
+    desired path is the trail of the desired tool position, its last PATH_POINTS samples."""
+
+    def __init__(self, meta, obstacle_at=None):
+        self.n = meta["n"]
+        self.t0_ns = int(meta["t0_ns"])
+        self.obstacles = meta.get("obstacles", [])
+        self.path = deque(maxlen=PATH_POINTS)
+        self.obstacle_at = obstacle_at
+        self.last = None          # per link (state code, fault bits, member)
+        self.reason = [""] * self.n
+        self.late_ticks = 0
+        self.bus = {"host_good_frames": 0, "host_bad_frames": 0, "late_assertions": 0}
+        self.next_bus = self.next_scene = self.next_nodes = 0.0
+        self.tick = 0
+        self.nodes = []
+
+    def ns(self, t):
+        return self.t0_ns + int(round(t * 1e9))
+
+    def side(self, info):
+        """Goal-process side information of a chunk -> messages: node log lines and host
+        events (foxglove.Log, /events); bus counters are kept for /bus."""
+        out = []
+        self.bus.update(info.get("bus", {}))
+        for t, link, text in info.get("logs", ()):
+            out.append(("/log", self.ns(t), dumps({"timestamp": _stamp(self.ns(t)), "level": LOG_INFO,
+                                                   "message": text, "name": "link%02d" % link,
+                                                   "file": "", "line": 0})))
+        for t, link, what in info.get("events", ()):
+            if 1 <= link <= self.n:
+                self.reason[link - 1] = what
+            out.append(("/log", self.ns(t), dumps({"timestamp": _stamp(self.ns(t)), "level": LOG_WARNING,
+                                                   "message": "link %d %s" % (link, what), "name": "host",
+                                                   "file": "", "line": 0})))
+            out.append(("/events", self.ns(t), dumps({"t": t, "link": link, "kind": "host", "what": what})))
+        return out
+
+    def node(self, i, code, bits, member):
+        braked = states.is_fault_state(code) if code >= 0 else not member
+        faults = states.fault_names(bits)
+        if code == SILENT and not member:   # no torque, out of the team: its driver brakes it
+            faults = faults + ["silent"]
+        return {"link": i + 1, "state": "braked" if braked and code == SILENT else state_name(code),
+                "braked": bool(braked), "faults": faults, "member": bool(member), "reason": self.reason[i]}
+
+    def rows(self, a):
+        """Messages of every row of `a` (the arrays of one chunk of the record)."""
+        out = []
+        L = {k: v.tolist() for k, v in a.items()}   # plain floats: json's own repr (exact)
+        n = self.n
+        for r in range(len(L["t"])):
+            t = L["t"][r]
+            ns = self.ns(t)
+            code = [int(s) for s in L["state"][r]]
+            member = [m > 0 for m in L["member"][r]]
+            comp = L["comp"][r]
+            out.append(("/joints", ns, dumps({
+                "t": t, "tick": self.tick, "q": L["q"][r], "qd": L["qd"][r], "u": L["u"][r],
+                "u_behaviours": {c: [comp[i][j] for i in range(n)] for j, c in enumerate(COMPONENTS)},
+                "state": [state_name(c) for c in code], "state_code": code, "member": member,
+                "rho": L["rho"][r]})))
+            p_d, p = L["p_d"][r], L["p"][r]
+            out.append(("/tool", ns, dumps({"t": t, "p_d": p_d, "p": p, "error": math.dist(p_d, p),
+                                            "e_phi": L["e_phi"][r]})))
+            goal = {"t": t, "f": L["f"][r]}
+            if "gains" in L:
+                k = L["gains"][r]
+                goal["gains"] = {g: [kc[j] for kc in k] for j, g in enumerate(K0_NAMES)}
+            out.append(("/goal", ns, dumps(goal)))
+            bits = [int(b) for b in L["faults"][r]] if "faults" in L else [0] * n
+            now = [(code[i], bits[i], member[i]) for i in range(n)]
+            changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
+            if changed:
+                self.nodes = [self.node(i, *now[i]) for i in range(n)]
+                if self.last is not None:
+                    for i in changed:
+                        nd = self.nodes[i]
+                        what = "%s -> %s%s" % (state_name(self.last[i][0]), nd["state"],
+                                               (" (" + ", ".join(nd["faults"]) + ")") if nd["faults"] else "")
+                        out.append(("/events", ns, dumps({"t": t, "link": i + 1, "kind": "node",
+                                                          "what": what, "node": nd})))
+                self.last = now
+            if changed or t >= self.next_nodes:
+                self.next_nodes = t + NODES_EVERY_S
+                out.append(("/nodes", ns, dumps({"t": t, "nodes": self.nodes})))
+            self.late_ticks += int(L["late"][r])
+            if t >= self.next_bus:
+                self.next_bus = t + 1.0 / BUS_HZ
+                out.append(("/bus", ns, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
+                                                   contacts=L["contacts"][r]))))
+            if t >= self.next_scene:
+                self.path.append({"x": p_d[0], "y": p_d[1], "z": p_d[2]})
+                self.next_scene = t + 1.0 / SCENE_HZ
+                out.append(("/scene", ns, dumps(self.scene(ns, t, L["frames"][r], now))))
+            self.tick += 1
+        return out
+
+    def scene(self, ns, t, frames, now):
+        pts = [{"x": f[0], "y": f[1], "z": f[2]} for f in frames]
+        joints = [{"pose": {"position": pts[i], "orientation": _IDENTITY["orientation"]},
+                   "size": {"x": 0.06, "y": 0.06, "z": 0.06},
+                   "color": _color(0.9, 0.1, 0.1) if i and (not now[i - 1][2] or states.is_fault_state(now[i - 1][0]))
+                   else _color(0.2, 0.4, 0.9)} for i in range(len(pts))]
+        ents = [{"timestamp": _stamp(ns), "frame_id": "world", "id": "arm", "lifetime": _stamp(0),
+                 "frame_locked": False, "metadata": [],
+                 "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.03, "scale_invariant": False,
+                            "points": pts, "color": _color(0.6, 0.6, 0.6), "colors": [], "indices": []}],
+                 "spheres": joints},
+                {"timestamp": _stamp(ns), "frame_id": "world", "id": "path", "lifetime": _stamp(0),
+                 "frame_locked": False, "metadata": [],
+                 "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.01, "scale_invariant": False,
+                            "points": list(self.path), "color": _color(0.1, 0.7, 0.2), "colors": [], "indices": []}],
+                 "spheres": []}]
+        if self.obstacles:
+            where = self.obstacle_at(t) if self.obstacle_at else [o["position"] for o in self.obstacles]
+            ents.append({"timestamp": _stamp(ns), "frame_id": "world", "id": "obstacles", "lifetime": _stamp(0),
+                         "frame_locked": False, "metadata": [], "lines": [],
+                         "spheres": [{"pose": {"position": {"x": p[0], "y": p[1], "z": p[2]},
+                                               "orientation": _IDENTITY["orientation"]},
+                                      "size": {"x": 2 * o["radius"], "y": 2 * o["radius"], "z": 2 * o["radius"]},
+                                      "color": _color(0.9, 0.6, 0.1, 0.6)}
+                                     for o, p in zip(self.obstacles, where)]})
+        return {"deletions": [], "entities": ents}
