@@ -45,10 +45,10 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     loop = ControlLoop(sc, mode)
     rd.attach(loop)
     live_wait = opts.pop("live_wait")
-    if rd.live:
-        if not quiet:
-            sys.stderr.write("live: http://%s:%d/ (Foxglove: ws://%s:%d)\n" % (rd.live[0], rd.telemetry.port,
-                                                                              rd.live[0], rd.telemetry.port))
+    if rd.live:   # (also when quiet: where to look is the point of --live)
+        sys.stderr.write("live: http://%s:%d/ (Foxglove: ws://%s:%d)\n" % (rd.live[0], rd.telemetry.port,
+                                                                          rd.live[0], rd.telemetry.port))
+        sys.stderr.flush()
         if live_wait > 0:
             rd.telemetry.wait_for_client(live_wait)
     if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)

@@ -31,6 +31,7 @@ SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
 BUS_HZ = 10.0
 SCENE_HZ = 20.0
 NODES_EVERY_S = 1.0
+GAINS = tuple(g[:-1] for g in K0_NAMES)   # RMDAC's k (6.206) by name: d, kp, kv, c, b, a
 PATH_POINTS = 1200   # the scene's desired-path trail: 60 s at SCENE_HZ
 LOG_INFO, LOG_WARNING, LOG_ERROR = 2, 3, 4   # foxglove.Log levels
 
@@ -58,7 +59,7 @@ SCHEMAS = {
     "/tool": ("linkteam.Tool", _obj("linkteam.Tool", t=_num, p_d=_nums, p=_nums, error=_num, e_phi=_num)),
     "/goal": ("linkteam.Goal", _obj(
         "linkteam.Goal", t=_num, f=_nums,
-        gains={"type": "object", "properties": {g: _nums for g in K0_NAMES}})),
+        gains={"type": "object", "properties": {g: _nums for g in GAINS}})),
     "/nodes": ("linkteam.Nodes", _obj("linkteam.Nodes", t=_num, nodes={"type": "array", "items": _node})),
     "/events": ("linkteam.Event", _obj("linkteam.Event", t=_num, link={"type": "integer"},
                                         kind={"type": "string"}, what={"type": "string"},
@@ -170,7 +171,7 @@ class Encoder:
             goal = {"t": t, "f": L["f"][r]}
             if "gains" in L:
                 k = L["gains"][r]
-                goal["gains"] = {g: [kc[j] for kc in k] for j, g in enumerate(K0_NAMES)}
+                goal["gains"] = {g: [kc[j] for kc in k] for j, g in enumerate(GAINS)}
             out.append(("/goal", ns, dumps(goal)))
             bits = [int(b) for b in L["faults"][r]] if "faults" in L else [0] * n
             now = [(code[i], bits[i], member[i]) for i in range(n)]
