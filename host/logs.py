@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 
 CHUNK_DIR = "timeseries"
+SUMMARY_EVERY_S = 1.0   # the pending summary (how far the series reaches) rewritten at most this often
+# the record's `comp`: a link's torque by behaviour, as its TORQUE frame gives it (bus_protocol/SPEC.md 0x06)
+COMPONENTS = ("proxy", "assertions", "local PD", "joint limit", "brake", "other")
 
 
 class Recorder:
@@ -118,7 +121,7 @@ class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
 
-    def __init__(self, out_dir, header, live=None):
+    def __init__(self, out_dir, header, live=None, telemetry=True):
         self.final = Path(out_dir)
         if self.final.is_dir() and any(self.final.iterdir()) and not (self.final / "summary.json").exists():
             raise FileExistsError("%s holds files but no summary.json: not a run directory, so a run "
@@ -135,6 +138,7 @@ class RunDir:
         self._gp_logged = 0
         self.live = live          # (address, port) of the live server, or None
         self.telemetry = None     # host/telemetry.Telemetry: run.mcap (and the live server)
+        self.record = telemetry or bool(live)   # False: no run.mcap (make bench's comparison)
         self._sent = (0, 0)       # the goal process's logs and events handed to it
         self._log = open(self.path / "run.log", "a", buffering=1)
         self.head = {}
@@ -150,6 +154,9 @@ class RunDir:
         self.loop = loop
         self.head = {"scenario": loop.sc.name, "path": loop.sc.path, "links": loop.sc.n, "mode": loop.mode}
         self._summary_pending()
+        if not self.record:
+            loop.rec.on_chunk = self.chunk
+            return
         from host.telemetry import LIVE_CHUNK_S, Telemetry
         meta = {"n": loop.sc.n, "t0_ns": time.time_ns(), "scenario": loop.sc.name, "path": str(loop.sc.path),
                 "mode": loop.mode, "control_rate_hz": loop.sc.control_rate_hz, "obstacles": loop.sc.obstacles}
@@ -168,7 +175,8 @@ class RunDir:
         self._log_agents()
         if self.telemetry is not None:
             self._to_telemetry(path)
-        self._summary_pending()
+        if time.monotonic() - self._summary_at >= SUMMARY_EVERY_S:   # (chunks come faster with --live)
+            self._summary_pending()
 
     def _to_telemetry(self, path):
         gp = self.loop.gp
@@ -194,6 +202,7 @@ class RunDir:
         self._gp_logged = len(entries)
 
     def _summary_pending(self):
+        self._summary_at = time.monotonic()
         got = "" if self.t_last is None else "; the time series reaches t = %.3f s" % self.t_last
         s = dict(self.head, status="aborted",
                  reason="the run did not finish: its process ended without writing a summary "

@@ -25,7 +25,7 @@ def vm_steal_ms():
 
 
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, live=None, live_wait=0.0,
-                 **opts):
+                 telemetry=True, **opts):
     """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir),
     run.mcap with it (host/telemetry); live = (address, port): the same topics served
     live, the first tick held until a client subscribes or `live_wait` s pass;
@@ -34,7 +34,7 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
                             "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
-    with logs.RunDir(out_dir or Path("runs") / sc.name, header, live) as rd:
+    with logs.RunDir(out_dir or Path("runs") / sc.name, header, live, telemetry) as rd:
         summary = _run(sc, rd, mode, quiet, make_plots, dict(opts, live_wait=live_wait))
     return summary, rd.final
 

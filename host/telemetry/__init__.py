@@ -18,7 +18,7 @@ import numpy as np
 MCAP_NAME = "run.mcap"
 LOG_NAME = "telemetry.log"
 DEFAULT_PORT = 8765
-LIVE_CHUNK_S = 0.05   # with a live viewer, the record is handed over this often (wall s)
+LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
 START_S = 30.0        # bounded waits on the telemetry process
 CLOSE_S = 120.0
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +47,8 @@ class Telemetry:
         cfg = {"meta": meta, "mcap": str(Path(run_dir) / MCAP_NAME),
                "live": {"host": live[0], "port": live[1]} if live else None}
         self._send(cfg)
+        if not live:   # nothing to wait for: the run goes on while the process starts
+            return
         ready = self._read(START_S)
         if ready is None or "ready" not in ready:
             self.close()

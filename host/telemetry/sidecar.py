@@ -9,6 +9,7 @@ or null}, then {chunk: npz path, logs, events, bus} per chunk, {wait: s} to wait
 live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats: ...}.
 End of stdin without {end} (the run's process was killed) also finishes run.mcap."""
 import json
+import os
 import sys
 import time
 import types
@@ -44,7 +45,10 @@ class McapSink:
 
 
 def obstacle_mover(obstacles):
-    """t -> every obstacle's position (host/runners/base.obstacle_paths' blend)."""
+    """t -> every obstacle's position (host/runners/base.obstacle_paths' blend), or None
+    where none moves."""
+    if not any(o.get("knot") for o in obstacles):
+        return None
     from host.runners.base import obstacle_paths
     paths = obstacle_paths(types.SimpleNamespace(obstacles=obstacles))
     if not any(paths):
@@ -58,6 +62,9 @@ def say(**msg):
 
 
 def main():
+    # the lowest CPU priority: where the machine is busy, the control loop and the nodes
+    # run first and telemetry takes what is left (a chunk waits in its file meanwhile)
+    os.nice(19)
     from host.telemetry.topics import SCHEMAS, Encoder
     cfg = json.loads(sys.stdin.readline())
     meta = cfg["meta"]

@@ -18,13 +18,14 @@ ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own messag
   /scene    20 Hz: the arm (link frames joined by a line, a sphere per joint), obstacles
             and the desired path (foxglove.SceneUpdate)
 """
-import math
 from collections import deque
+
+import numpy as np
 
 import orjson
 
 from bus_protocol import states
-from host.plots import COMPONENTS
+from host.logs import COMPONENTS
 from host.rmdac import K0_NAMES
 
 SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
@@ -79,9 +80,9 @@ TOPICS = tuple(SCHEMAS)
 
 
 def dumps(msg):
-    """JSON bytes (orjson: floats in their shortest exact form, as Python's repr; NaN and
-    infinities, an obstacle range where there is none, as null)."""
-    return orjson.dumps(msg)
+    """JSON bytes (orjson: floats, also numpy's, in their shortest exact form, as Python's
+    repr; NaN and infinities, an obstacle range where there is none, as null)."""
+    return orjson.dumps(msg, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def state_name(code):
@@ -113,6 +114,7 @@ class Encoder:
         self.path = deque(maxlen=PATH_POINTS)
         self.obstacle_at = obstacle_at
         self.last = None          # per link (state code, fault bits, member)
+        self._key = None          # the last row's codes, bits, membership
         self.reason = [""] * self.n
         self.late_ticks = 0
         self.bus = {"host_good_frames": 0, "host_bad_frames": 0, "late_assertions": 0}
@@ -150,33 +152,54 @@ class Encoder:
                 "braked": bool(braked), "faults": faults, "member": bool(member), "reason": self.reason[i]}
 
     def rows(self, a):
-        """Messages of every row of `a` (the arrays of one chunk of the record)."""
+        """Messages of every row of `a` (the arrays of one chunk of the record). Vectors go
+        to orjson as numpy rows (floats in the shortest form that reads back exactly)."""
         out = []
-        L = {k: v.tolist() for k, v in a.items()}   # plain floats: json's own repr (exact)
         n = self.n
-        for r in range(len(L["t"])):
-            t = L["t"][r]
-            ns = self.ns(t)
-            code = [int(s) for s in L["state"][r]]
-            member = [m > 0 for m in L["member"][r]]
-            comp = L["comp"][r]
+        tl = a["t"].tolist()
+        rows = len(tl)
+        if not rows:
+            return out
+        q, qd, u, rho, f = a["q"], a["qd"], a["u"], a["rho"], a["f"]
+        comp = np.ascontiguousarray(a["comp"].transpose(0, 2, 1))          # (rows, behaviour, link)
+        gains = np.ascontiguousarray(a["gains"].transpose(0, 2, 1)) if "gains" in a else None
+        p_d, p = a["p_d"], a["p"]
+        err = np.sqrt(((p_d - p) ** 2).sum(axis=1)).tolist()
+        e_phi = a["e_phi"].tolist()
+        codes = a["state"].astype(np.int64)
+        bits = a["faults"].astype(np.int64) if "faults" in a else np.zeros_like(codes)
+        member = a["member"] > 0
+        late = a["late"].tolist()
+        contacts = a["contacts"].tolist()
+        # rows where a node's state, faults or membership changed (from the row before)
+        key = np.concatenate([codes, bits, member], axis=1)
+        prev = np.concatenate([key[:1] if self.last is None else np.array([self._key]), key[:-1]])
+        changed_rows = set(np.nonzero((key != prev).any(axis=1))[0].tolist())
+        if self.last is None:
+            changed_rows.add(0)
+        self._key = key[-1].tolist()
+        names = {}
+        for r in range(rows):
+            t = tl[r]
+            ns = self.t0_ns + int(round(t * 1e9))
+            code = codes[r]
+            ck = code.tobytes()
+            nm = names.get(ck)
+            if nm is None:
+                nm = names[ck] = [state_name(c) for c in code.tolist()]
             out.append(("/joints", ns, dumps({
-                "t": t, "tick": self.tick, "q": L["q"][r], "qd": L["qd"][r], "u": L["u"][r],
-                "u_behaviours": {c: [comp[i][j] for i in range(n)] for j, c in enumerate(COMPONENTS)},
-                "state": [state_name(c) for c in code], "state_code": code, "member": member,
-                "rho": L["rho"][r]})))
-            p_d, p = L["p_d"][r], L["p"][r]
-            out.append(("/tool", ns, dumps({"t": t, "p_d": p_d, "p": p, "error": math.dist(p_d, p),
-                                            "e_phi": L["e_phi"][r]})))
-            goal = {"t": t, "f": L["f"][r]}
-            if "gains" in L:
-                k = L["gains"][r]
-                goal["gains"] = {g: [kc[j] for kc in k] for j, g in enumerate(GAINS)}
+                "t": t, "tick": self.tick, "q": q[r], "qd": qd[r], "u": u[r],
+                "u_behaviours": dict(zip(COMPONENTS, comp[r])), "state": nm, "state_code": code,
+                "member": member[r], "rho": rho[r]})))
+            out.append(("/tool", ns, dumps({"t": t, "p_d": p_d[r], "p": p[r], "error": err[r], "e_phi": e_phi[r]})))
+            goal = {"t": t, "f": f[r]}
+            if gains is not None:
+                goal["gains"] = dict(zip(GAINS, gains[r]))
             out.append(("/goal", ns, dumps(goal)))
-            bits = [int(b) for b in L["faults"][r]] if "faults" in L else [0] * n
-            now = [(code[i], bits[i], member[i]) for i in range(n)]
-            changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
-            if changed:
+            changed = ()
+            if r in changed_rows:
+                now = list(zip(code.tolist(), bits[r].tolist(), member[r].tolist()))
+                changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
                 self.nodes = [self.node(i, *now[i]) for i in range(n)]
                 if self.last is not None:
                     for i in changed:
@@ -189,15 +212,16 @@ class Encoder:
             if changed or t >= self.next_nodes:
                 self.next_nodes = t + NODES_EVERY_S
                 out.append(("/nodes", ns, dumps({"t": t, "nodes": self.nodes})))
-            self.late_ticks += int(L["late"][r])
+            self.late_ticks += int(late[r])
             if t >= self.next_bus:
                 self.next_bus = t + 1.0 / BUS_HZ
                 out.append(("/bus", ns, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
-                                                   contacts=L["contacts"][r]))))
+                                                   contacts=contacts[r]))))
             if t >= self.next_scene:
-                self.path.append({"x": p_d[0], "y": p_d[1], "z": p_d[2]})
+                pd = p_d[r].tolist()
+                self.path.append({"x": pd[0], "y": pd[1], "z": pd[2]})
                 self.next_scene = t + 1.0 / SCENE_HZ
-                out.append(("/scene", ns, dumps(self.scene(ns, t, L["frames"][r], now))))
+                out.append(("/scene", ns, dumps(self.scene(ns, t, a["frames"][r].tolist(), self.last))))
             self.tick += 1
         return out
 
