@@ -10,6 +10,7 @@ live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats:
 End of stdin without {end} (the run's process was killed) also finishes run.mcap."""
 import json
 import os
+import signal
 import sys
 import time
 import types
@@ -65,6 +66,10 @@ def main():
     # the lowest CPU priority: where the machine is busy, the control loop and the nodes
     # run first and telemetry takes what is left (a chunk waits in its file meanwhile)
     os.nice(19)
+    # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
+    # run, and this one ends when its stdin does, with run.mcap finished
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from host.telemetry.topics import SCHEMAS, Encoder
     cfg = json.loads(sys.stdin.readline())
     meta = cfg["meta"]
