@@ -107,27 +107,18 @@ def rss_mb(pid):
 
 
 def stalled_client(port, stop):
-    """Subscribe to every topic and never read again (a stalled viewer): the socket's
-    receive buffer is kept small."""
-    import json
-    from host.telemetry.server import SUBPROTOCOL
+    """Subscribe to every topic and never read (client.stalled) until `stop`."""
+    from host.telemetry.client import stalled
     from host.telemetry.topics import TOPICS
     end = time.monotonic() + 60
     while True:
         try:
-            s = socket.create_connection(("127.0.0.1", port))
+            s = stalled(port, range(1, len(TOPICS) + 1))
             break
         except OSError:
             if time.monotonic() > end:
                 return
             time.sleep(0.05)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.sendall(("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-               "Sec-WebSocket-Protocol: %s\r\n\r\n" % SUBPROTOCOL).encode())
-    frame = json.dumps({"op": "subscribe", "subscriptions": [
-        {"id": i + 1, "channelId": i + 1} for i in range(len(TOPICS))]}).encode()
-    s.sendall(bytes([0x81, 0xFE]) + len(frame).to_bytes(2, "big") + b"\0\0\0\0" + frame)   # masked, key 0
     stop.wait()
     s.close()
 

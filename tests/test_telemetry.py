@@ -13,7 +13,7 @@ import pytest
 from host.run import run_scenario
 from host.scenario import from_dict, read_toml
 from host.telemetry import MCAP_NAME
-from host.telemetry.client import Client
+from host.telemetry.client import Client, stalled
 
 from .conftest import REPO, needs
 
@@ -119,20 +119,12 @@ def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
 def test_server_a_client_that_never_reads_costs_dropped_messages_not_memory():
     """A client subscribes and then never reads: publish() never blocks, the messages that
     cannot go are dropped and counted, and what the server holds stays within its bounds."""
-    import socket
     from host.telemetry.server import Server
     from host.telemetry.topics import SCHEMAS
     srv = Server(SCHEMAS, "127.0.0.1", 0, client_queue=64)
     port = srv.start()
-    s = socket.create_connection(("127.0.0.1", port))
+    s = stalled(port, [srv.channel_of["/joints"]])
     try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-                  b"Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n\r\n")
-        frame = json.dumps({"op": "subscribe", "subscriptions": [{"id": 1, "channelId": 1}]}).encode()
-        mask = b"\0\0\0\0"   # a client frame is masked (RFC 6455 5.3); a zero key leaves it as is
-        s.sendall(bytes([0x81, 0x80 | len(frame)]) + mask + frame)
         end = time.monotonic() + 10
         while not srv.subscribed.is_set() and time.monotonic() < end:
             time.sleep(0.01)

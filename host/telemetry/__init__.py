@@ -20,7 +20,7 @@ LOG_NAME = "telemetry.log"
 DEFAULT_PORT = 8765
 LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
 START_S = 30.0        # bounded waits on the telemetry process
-CLOSE_S = 120.0
+CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -40,13 +40,15 @@ class Telemetry:
         self.lost = None   # why the telemetry process is gone, if it is
         self.port = None
         self.stats = {}
+        self._pending = b""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + sys.path[1:]))
         self.log = open(Path(run_dir) / LOG_NAME, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "host.telemetry.sidecar"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(REPO))
-        cfg = {"meta": meta, "mcap": str(Path(run_dir) / MCAP_NAME),
+        self.mcap = Path(run_dir) / MCAP_NAME
+        cfg = {"meta": meta, "mcap": str(self.mcap),
                "live": {"host": live[0], "port": live[1]} if live else None}
-        self._send(cfg)
+        self._send(cfg, wait=True)
         if not live:   # nothing to wait for: the run goes on while the process starts
             return
         ready = self._read(START_S)
@@ -56,13 +58,21 @@ class Telemetry:
                                % (run_dir, LOG_NAME, self.lost or "no answer"))
         self.port = ready["ready"]
 
-    def _send(self, msg):
+    def _send(self, msg, wait=False):
+        """One line to the telemetry process, never blocking unless `wait`: what the pipe
+        cannot take now (the process behind) waits in `_pending` for the next call."""
         if self.lost:
             return
+        self._pending += (json.dumps(msg, default=_plain) + "\n").encode()
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, wait)
         try:
-            self.proc.stdin.write((json.dumps(msg, default=_plain) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
+            while self._pending:
+                n = os.write(fd, self._pending)
+                self._pending = self._pending[n:]
+        except BlockingIOError:
+            pass
+        except OSError as e:
             self.lost = "telemetry process gone: %r" % (e,)
 
     def _read(self, timeout):
@@ -85,30 +95,41 @@ class Telemetry:
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
-        self._send({"wait": timeout})
+        self._send({"wait": timeout}, wait=True)
         got = self._read(timeout + START_S)
         return bool(got and got.get("subscribed"))
 
     def close(self):
         """Finish run.mcap (and the live server) -> the telemetry's counts for summary.json."""
         if self.proc.poll() is None:
-            self._send({"end": True})
+            self._send({"end": True}, wait=True)
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
-            end = time.monotonic() + CLOSE_S
-            while time.monotonic() < end:
-                got = self._read(end - time.monotonic())
-                if got is None or "stats" in got:
-                    self.stats = (got or {}).get("stats", {})
+            # it may be behind (the lowest priority on a busy machine): wait while run.mcap grows
+            size, end = -1, 0.0
+            while True:
+                got = self._read(1.0)
+                if got is not None and "stats" in got:
+                    self.stats = got["stats"]
+                    break
+                if got is None and self.proc.poll() is not None:
+                    self.lost = self.lost or "telemetry process ended (exit %s)" % self.proc.returncode
+                    break
+                now_size = self.mcap.stat().st_size if self.mcap.exists() else 0
+                if now_size != size:
+                    size, end = now_size, time.monotonic() + CLOSE_STALL_S
+                elif time.monotonic() > end:
+                    self.proc.kill()
+                    self.lost = "telemetry process stalled (run.mcap unchanged for %g s): killed" % CLOSE_STALL_S
                     break
             try:
-                self.proc.wait(max(1.0, end - time.monotonic()))
+                self.proc.wait(CLOSE_STALL_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
-                self.lost = "telemetry process did not finish within %g s: killed" % CLOSE_S
+                self.lost = self.lost or "telemetry process did not exit: killed"
+            self.proc.wait()
         self.proc.stdout.close()
         self.log.close()
         if self.lost:

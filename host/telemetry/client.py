@@ -63,3 +63,20 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def stalled(port, channel_ids, host="127.0.0.1", rcvbuf=4096):
+    """A viewer that subscribes to `channel_ids` and then never reads (a stalled client,
+    for tests and make bench): a raw socket with a small receive buffer, the opening
+    handshake (RFC 6455 4.1) and one masked subscribe frame sent, nothing read. -> socket"""
+    import socket
+    s = socket.create_connection((host, port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.sendall(("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+               "Sec-WebSocket-Protocol: %s\r\n\r\n" % SUBPROTOCOL).encode())
+    frame = json.dumps({"op": "subscribe", "subscriptions": [
+        {"id": i + 1, "channelId": c} for i, c in enumerate(channel_ids)]}).encode()
+    # text frame, masked with the key 0 (RFC 6455 5.2-5.3), 16-bit length
+    s.sendall(bytes([0x81, 0xFE]) + len(frame).to_bytes(2, "big") + b"\0\0\0\0" + frame)
+    return s
