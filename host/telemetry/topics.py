@@ -97,6 +97,8 @@ def _color(r, g, b, a=1.0):
     return {"r": r, "g": g, "b": b, "a": a}
 
 
+# the SceneEntity primitive lists a scene does not use (foxglove.SceneEntity has them all)
+_NONE = {k: [] for k in ("arrows", "cubes", "cylinders", "triangles", "texts", "models")}
 _IDENTITY = {"position": {"x": 0, "y": 0, "z": 0}, "orientation": {"x": 0, "y": 0, "z": 0, "w": 1}}
 
 
@@ -232,19 +234,19 @@ class Encoder:
                    "color": _color(0.9, 0.1, 0.1) if i and (not now[i - 1][2] or states.is_fault_state(now[i - 1][0]))
                    else _color(0.2, 0.4, 0.9)} for i in range(len(pts))]
         ents = [{"timestamp": _stamp(ns), "frame_id": "world", "id": "arm", "lifetime": _stamp(0),
-                 "frame_locked": False, "metadata": [],
+                 "frame_locked": False, "metadata": [], **_NONE,
                  "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.03, "scale_invariant": False,
                             "points": pts, "color": _color(0.6, 0.6, 0.6), "colors": [], "indices": []}],
                  "spheres": joints},
                 {"timestamp": _stamp(ns), "frame_id": "world", "id": "path", "lifetime": _stamp(0),
-                 "frame_locked": False, "metadata": [],
+                 "frame_locked": False, "metadata": [], **_NONE,
                  "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.01, "scale_invariant": False,
                             "points": list(self.path), "color": _color(0.1, 0.7, 0.2), "colors": [], "indices": []}],
                  "spheres": []}]
         if self.obstacles:
             where = self.obstacle_at(t) if self.obstacle_at else [o["position"] for o in self.obstacles]
             ents.append({"timestamp": _stamp(ns), "frame_id": "world", "id": "obstacles", "lifetime": _stamp(0),
-                         "frame_locked": False, "metadata": [], "lines": [],
+                         "frame_locked": False, "metadata": [], **_NONE, "lines": [],
                          "spheres": [{"pose": {"position": {"x": p[0], "y": p[1], "z": p[2]},
                                                "orientation": _IDENTITY["orientation"]},
                                       "size": {"x": 2 * o["radius"], "y": 2 * o["radius"], "z": 2 * o["radius"]},
