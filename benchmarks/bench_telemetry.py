@@ -152,8 +152,9 @@ def memory(seconds=3600.0, every_s=10.0):
     rows = s["sim_seconds"] * sc.control_rate_hz
     print("telemetry memory: %.0f s simulated in-process (%.0f s wall), --live, one client that never reads"
           % (s["sim_seconds"], wall))
-    print("  telemetry process RSS: first %.0f MB, max %.0f MB, last %.0f MB (%d samples)"
-          % (side[0], max(side), side[-1], len(side)) if side else "  no telemetry process samples")
+    at = [side[min(len(side) - 1, len(side) * k // 4)] for k in range(5)] if side else []
+    print("  telemetry process RSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
+          % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s) if side else "  no telemetry samples")
     print("  host process RSS: first %.0f MB, last %.0f MB: the per-tick record it keeps for "
           "timeseries.npz, %.2f kB a tick" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1)))
     print("  live: published %d, dropped %d; run.mcap messages %d; status %s"
@@ -164,7 +165,7 @@ def memory(seconds=3600.0, every_s=10.0):
                                  "mcap_messages": tel.get("mcap_messages")}}
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":   # (make bench runs both through run_all.py and saves them)
     sys.path.insert(0, str(ROOT))
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         memory(float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0)
