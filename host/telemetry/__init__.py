@@ -3,11 +3,14 @@ record, and with `live` the same topics on the Foxglove WebSocket protocol with 
 built-in live page (docs: README "Watch a run live").
 
 `Telemetry` is the run's handle on its telemetry process (sidecar.py): host/logs.RunDir
-hands it every chunk of the record as it writes it; the control loop itself does no
-encoding, no I/O for it and never waits for it (a chunk is one short line on a pipe)."""
+hands it the record's rows as the recorder flushes them (a file and one short line on a
+pipe that never blocks); the control loop itself does no encoding for it and never
+waits for it."""
 import json
 import os
+import pickle
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -17,9 +20,11 @@ import numpy as np
 
 MCAP_NAME = "run.mcap"
 LOG_NAME = "telemetry.log"
+ROWS_DIR = "telemetry"   # rows on their way to the telemetry process (gone when the run ends)
 DEFAULT_PORT = 8765
 LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
 START_S = 30.0        # bounded waits on the telemetry process
+CLOSE_HURRY_S = 10.0
 CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +51,9 @@ class Telemetry:
         self.proc = subprocess.Popen([sys.executable, "-m", "host.telemetry.sidecar"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(REPO))
         self.mcap = Path(run_dir) / MCAP_NAME
+        self.dir = Path(run_dir) / ROWS_DIR
+        self.dir.mkdir(exist_ok=True)
+        self.n_rows = 0
         cfg = {"meta": meta, "mcap": str(self.mcap),
                "live": {"host": live[0], "port": live[1]} if live else None}
         self._send(cfg, wait=True)
@@ -89,9 +97,15 @@ class Telemetry:
                 return json.loads(line)
         return None
 
-    def chunk(self, path, logs=(), events=(), bus=None):
-        """A chunk of the record is on disk at `path` (and stays until close())."""
-        self._send({"chunk": str(path), "logs": list(logs), "events": list(events), "bus": bus or {}})
+    def rows(self, rows, logs=(), events=(), bus=None):
+        """Rows of the record (a dict of arrays) and the goal process's news since the last
+        call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
+        process reads and removes."""
+        path = self.dir / ("%06d.pkl" % self.n_rows)
+        self.n_rows += 1
+        with open(path, "wb") as f:
+            pickle.dump(rows, f, protocol=5)
+        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {}})
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
@@ -99,8 +113,11 @@ class Telemetry:
         got = self._read(timeout + START_S)
         return bool(got and got.get("subscribed"))
 
-    def close(self):
-        """Finish run.mcap (and the live server) -> the telemetry's counts for summary.json."""
+    def close(self, hurry=False):
+        """Finish run.mcap (and the live server) -> the telemetry's counts for summary.json.
+        It waits while run.mcap grows (the telemetry process behind on a busy machine);
+        `hurry` (the run was interrupted): at most CLOSE_HURRY_S, then run.mcap stays as
+        far as it got (its chunks readable, no summary section)."""
         if self.proc.poll() is None:
             self._send({"end": True}, wait=True)
             try:
@@ -109,6 +126,7 @@ class Telemetry:
                 pass
             # it may be behind (the lowest priority on a busy machine): wait while run.mcap grows
             size, end = -1, 0.0
+            give_up = time.monotonic() + CLOSE_HURRY_S if hurry else float("inf")
             while True:
                 got = self._read(1.0)
                 if got is not None and "stats" in got:
@@ -124,6 +142,10 @@ class Telemetry:
                     self.proc.kill()
                     self.lost = "telemetry process stalled (run.mcap unchanged for %g s): killed" % CLOSE_STALL_S
                     break
+                if time.monotonic() > give_up:
+                    self.proc.kill()
+                    self.lost = "run interrupted: telemetry stopped after %g s, run.mcap incomplete" % CLOSE_HURRY_S
+                    break
             try:
                 self.proc.wait(CLOSE_STALL_S)
             except subprocess.TimeoutExpired:
@@ -132,6 +154,7 @@ class Telemetry:
             self.proc.wait()
         self.proc.stdout.close()
         self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
         if self.lost:
             self.stats["error"] = self.lost
         return self.stats

@@ -19,6 +19,7 @@ import mimetypes
 import os
 import struct
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -106,7 +107,6 @@ class Server:
 
     def flush(self, timeout=2.0):
         """Wait (bounded) until the inbox and the clients' queues have gone out."""
-        import time
         end = time.monotonic() + timeout
         while time.monotonic() < end and (self.inbox or any(c.queue for c in list(self.clients))):
             time.sleep(DRAIN_S)

@@ -1,22 +1,23 @@
 """The telemetry process of a run (started by host/telemetry.Telemetry): it reads the
-per-tick record's chunks as the run writes them (host/logs.RunDir), encodes them
+per-tick record's rows as the run hands them over (host/logs.RunDir), encodes them
 (topics.Encoder), writes run.mcap (chunked, zstd) and, with --live, publishes the same
 messages on the Foxglove WebSocket protocol (server.Server). A process of its own, so
 that encoding and serving never take the control loop's time or memory.
 
 stdin, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
-or null}, then {chunk: npz path, logs, events, bus} per chunk, {wait: s} to wait for a
-live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats: ...}.
+or null}, then {rows: pickle path, logs, events, bus} per hand-over of the record,
+{wait: s} to wait for a live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats: ...}.
 End of stdin without {end} (the run's process was killed) also finishes run.mcap."""
 import json
 import os
+import pickle
 import signal
 import sys
 import time
 import types
 
-import numpy as np
-
+NICE = 19        # run.mcap only
+NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
 
 class McapSink:
     """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
@@ -63,15 +64,16 @@ def say(**msg):
 
 
 def main():
-    # the lowest CPU priority: where the machine is busy, the control loop and the nodes
-    # run first and telemetry takes what is left (a chunk waits in its file meanwhile)
-    os.nice(19)
+    cfg = json.loads(sys.stdin.readline())
+    # a low CPU priority: where the machine is busy, the control loop and the nodes run
+    # first and telemetry takes what is left (the rows wait in their files meanwhile);
+    # live, a little more: a viewer should not fall far behind a real-time run
+    os.nice(NICE_LIVE if cfg.get("live") else NICE)
     # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
     # run, and this one ends when its stdin does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from host.telemetry.topics import SCHEMAS, Encoder
-    cfg = json.loads(sys.stdin.readline())
     meta = cfg["meta"]
     enc = Encoder(meta, obstacle_mover(meta.get("obstacles", [])))
     sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
@@ -81,13 +83,14 @@ def main():
         server = Server(SCHEMAS, cfg["live"]["host"], cfg["live"]["port"])
         server.start()
     say(ready=server.port if server else None)
-    chunks, encode_s = 0, 0.0
+    handovers, encode_s = 0, 0.0
     for line in sys.stdin:
         msg = json.loads(line)
-        if "chunk" in msg:
+        if "rows" in msg:
             t0 = time.process_time()
-            with np.load(msg["chunk"], allow_pickle=False) as z:
-                rows = {k: z[k] for k in z.files}
+            with open(msg["rows"], "rb") as f:   # written by this run's own process
+                rows = pickle.load(f)
+            os.unlink(msg["rows"])
             out = enc.side(msg)
             if len(rows.get("t", ())):
                 out += enc.rows(rows)
@@ -96,14 +99,14 @@ def main():
                 sink.write(topic, ns, payload)
                 if server is not None:
                     server.publish(topic, ns, payload)
-            chunks += 1
+            handovers += 1
             encode_s += time.process_time() - t0
         elif "wait" in msg:
             say(subscribed=server.subscribed.wait(float(msg["wait"])) if server else False)
         elif msg.get("end"):
             break
     sink.close()
-    stats = {"mcap_messages": sink.messages, "chunks": chunks, "encode_cpu_s": round(encode_s, 3)}
+    stats = {"mcap_messages": sink.messages, "handovers": handovers, "encode_cpu_s": round(encode_s, 3)}
     if server is not None:
         server.flush()
         stats["live"] = server.stats()
