@@ -124,7 +124,7 @@ class Telemetry:
                 self.proc.stdin.close()
             except OSError:
                 pass
-            # it may be behind (the lowest priority on a busy machine): wait while run.mcap grows
+            # it may be behind (a low priority on a busy machine): wait while run.mcap grows
             size, end = -1, 0.0
             give_up = time.monotonic() + CLOSE_HURRY_S if hurry else float("inf")
             while True:
