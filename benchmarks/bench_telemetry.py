@@ -165,9 +165,10 @@ def memory(seconds=3600.0, every_s=10.0):
                                  "mcap_messages": tel.get("mcap_messages")}}
 
 
-if __name__ == "__main__":   # (make bench runs both through run_all.py and saves them)
+if __name__ == "__main__":   # one part alone: `cost [REPEATS]` or `memory [SECONDS]` (make bench runs both)
     sys.path.insert(0, str(ROOT))
+    from run_all import save
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
-        memory(float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0)
+        save(memory(float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0))
     else:
-        cost(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+        save(cost(int(sys.argv[2]) if len(sys.argv) > 2 else 5))
