@@ -122,6 +122,16 @@ def micropython_agent():
 
 
 EXTRA.append(micropython_agent)
+
+
+def telemetry():
+    """run.mcap and --live against no telemetry; memory of a 1-hour run with a stalled client."""
+    import bench_telemetry
+    save(bench_telemetry.cost())
+    save(bench_telemetry.memory(3600.0))
+
+
+EXTRA.append(telemetry)
 EXTRA += bench_wallclock.SECTIONS
 
 KNEE_RATES = (60.0, 120.0, 250.0, 500.0, 1000.0)

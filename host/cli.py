@@ -35,6 +35,19 @@ def _grouping(a, n):
     return sizes
 
 
+def _add_live_flags(p, help_):
+    from host.telemetry import DEFAULT_PORT
+    p.add_argument("--live", type=int, nargs="?", const=DEFAULT_PORT, metavar="PORT",
+                   help="%s (PORT default %d; 0: any free port)" % (help_, DEFAULT_PORT))
+    p.add_argument("--live-address", default="127.0.0.1", metavar="ADDR",
+                   help="address to serve on (default 127.0.0.1, this machine only)")
+
+
+def cmd_replay(a):
+    from host.telemetry import DEFAULT_PORT, replay
+    return replay.main(a.rundir, a.speed, a.live_address, DEFAULT_PORT if a.live is None else a.live, a.live_wait)
+
+
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
@@ -52,8 +65,10 @@ def cmd_run(a):
         opts = {"ports": a.ports, "lockstep": a.lockstep, "real_plant": a.real_plant}
     elif a.mode == "boards":
         opts = {"board": a.board, "topology": a.topology}
+    live = (a.live_address, a.live) if a.live is not None else None
     summary, out = run_scenario(sc, a.out, mode=a.mode, quiet=a.quiet, make_plots=not a.no_plots,
-                                previous="replace" if a.force else "keep", **opts)
+                                previous="replace" if a.force else "keep", live=live, live_wait=a.live_wait,
+                                **opts)
     if not a.quiet:
         print_summary(summary, out)
     return 0 if summary["status"] == "ok" else 3
@@ -416,7 +431,18 @@ def main(argv=None):
                    "(default: it is moved aside to OUT.YYYYmmdd-HHMMSS, the time it ended)")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
+    _add_live_flags(r, "serve the run live while it goes: the built-in page at http://ADDRESS:PORT/ and the "
+                    "Foxglove WebSocket protocol (Foxglove, Lichtblick, PlotJuggler) on the same port")
+    r.add_argument("--live-wait", type=float, default=0.0, metavar="S",
+                   help="with --live: hold the first tick until a client subscribes, at most S seconds")
     r.set_defaults(fn=cmd_run)
+    y = sub.add_parser("replay", help="play a recorded run (its run.mcap) into the live server and page")
+    y.add_argument("rundir", help="run directory holding run.mcap")
+    y.add_argument("--speed", type=float, default=1.0, help="playback speed (2: twice real time)")
+    _add_live_flags(y, "port of the live server")
+    y.add_argument("--live-wait", type=float, default=30.0, metavar="S",
+                   help="wait up to S seconds for a client to subscribe before playing")
+    y.set_defaults(fn=cmd_replay)
     o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
                        "processes or hil run")
     o.add_argument("--link", type=int, required=True)

@@ -45,6 +45,7 @@ class GoalProcess:
         self.got = [False] * self.n   # lists: numpy's per-element access costs a call (make bench)
         self.n_got = 0        # torques in this tick (complete is polled on every frame)
         self.status = {}      # link -> its last STATUS values (link health)
+        self.fault_bits = np.zeros(self.n)   # each link's fault bits from its last STATUS
         self.logs = []
         self.services = HostServices()   # the nodes' log requests and completion history
         self.estimates = []   # (t, tick, theta) of the last link's ESTIMATE frames
@@ -201,6 +202,8 @@ class GoalProcess:
                 self.asserts.append(v)
         elif mtype == m.STATUS:
             self.status[src] = v
+            if 1 <= src <= self.n:
+                self.fault_bits[src - 1] = v[2]
         elif mtype == m.COMMAND and v[0] == m.CMD_BRAKE and 1 <= v[1] <= self.n:
             # a link reports its neighbour computing wrongly (Hamilton's check): brake it
             link = int(v[1])

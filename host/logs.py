@@ -34,6 +34,10 @@ from pathlib import Path
 import numpy as np
 
 CHUNK_DIR = "timeseries"
+CHUNK_S = 1.0   # wall seconds between chunk files
+SUMMARY_EVERY_S = 1.0   # the pending summary (how far the series reaches) rewritten at most this often
+# the record's `comp`: a link's torque by behaviour, as its TORQUE frame gives it (bus_protocol/SPEC.md 0x06)
+COMPONENTS = ("proxy", "assertions", "local PD", "joint limit", "brake", "other")
 
 
 class Recorder:
@@ -48,7 +52,7 @@ class Recorder:
 
     BLOCK = 1024   # rows per block
 
-    def __init__(self, n, chunk_s=1.0):
+    def __init__(self, n, chunk_s=CHUNK_S):
         self.n = n
         self.blocks = {}     # key -> [float64 array (BLOCK,) + the key's shape, ...]
         self.on_chunk = None
@@ -81,6 +85,8 @@ class Recorder:
             self.flush()
 
     def _grow(self, row):
+        if not self.blocks:   # the first row: the first chunk is its first chunk_s of rows
+            self._last = time.monotonic()
         if self.blocks and row.keys() != self.blocks.keys():
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(self.blocks)))
         spare = self._spare
@@ -145,7 +151,7 @@ class RunDir:
     """Writer of one run directory (see the module docstring). Use as a context manager
     around the run: an exception that escapes it still leaves an aborted summary."""
 
-    def __init__(self, out_dir, header, previous="replace"):
+    def __init__(self, out_dir, header, previous="replace", live=None, telemetry=True):
         if previous not in ("keep", "replace"):
             raise ValueError("previous: keep or replace, not %r" % previous)
         self.previous = previous
@@ -164,6 +170,12 @@ class RunDir:
         self.finished = False
         self.loop = None
         self._gp_logged = 0
+        self.live = live          # (address, port) of the live server, or None
+        self.telemetry = None     # host/telemetry.Telemetry: run.mcap (and the live server)
+        self.record = telemetry or bool(live)   # False: no run.mcap (make bench's comparison)
+        self._sent = (0, 0)       # the goal process's logs and events handed to it
+        self._held = []           # rows handed over since the last chunk file
+        self._chunk_at = time.monotonic()
         self._log = open(self.path / "run.log", "a", buffering=1)
         self.head = {}
         self._summary_pending()
@@ -180,13 +192,38 @@ class RunDir:
         self._summary_pending()
         loop.rec.on_chunk = self.chunk
         loop.rec.reload = self.reload
+        if not self.record:
+            return
+        from host.telemetry import LIVE_CHUNK_S, Telemetry
+        meta = {"n": loop.sc.n, "t0_ns": time.time_ns(), "scenario": loop.sc.name, "path": str(loop.sc.path),
+                "mode": loop.mode, "control_rate_hz": loop.sc.control_rate_hz, "obstacles": loop.sc.obstacles}
+        self.telemetry = Telemetry(self.path, meta, self.live)
+        if self.live:
+            loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S)
 
     def reload(self, n):
-        """The first n rows of the time series, from the chunks written so far."""
+        """The first n rows of the time series, from the chunk files (the rows held back
+        for one, with --live, written first)."""
+        self._write_chunk()
         data = join_chunks(self.path)
         return {k: v[:n] for k, v in data.items()}
 
     def chunk(self, rows):
+        """The rows since the previous call (Recorder.flush): to the telemetry at once; into
+        a time-series chunk file at most every CHUNK_S of wall time (with --live the
+        recorder hands rows over more often than that)."""
+        if self.telemetry is not None:
+            self._to_telemetry(rows)
+        self._held.append(rows)
+        if self.live is None or time.monotonic() - self._chunk_at >= CHUNK_S:
+            self._write_chunk()
+
+    def _write_chunk(self):
+        held, self._held = self._held, []
+        if not held:
+            return
+        rows = held[0] if len(held) == 1 else {k: np.concatenate([h[k] for h in held]) for k in held[0]}
+        self._chunk_at = time.monotonic()
         path = self.path / CHUNK_DIR / ("%06d.npz" % self.chunks)
         with open(path.with_suffix(".tmp"), "wb") as f:   # a chunk is there whole or not at all
             np.savez(f, **rows)
@@ -194,7 +231,26 @@ class RunDir:
         self.chunks += 1
         self.t_last = float(rows["t"][-1])
         self._log_agents()
-        self._summary_pending()
+        if time.monotonic() - self._summary_at >= SUMMARY_EVERY_S:
+            self._summary_pending()
+
+    def _to_telemetry(self, rows):
+        gp = self.loop.gp
+        n_logs, n_events = len(gp.logs), len(gp.events)
+        self.telemetry.rows(rows, gp.logs[self._sent[0]:n_logs], gp.events[self._sent[1]:n_events],
+                            {"host_good_frames": gp.decoder.good, "host_bad_frames": gp.decoder.bad,
+                             "late_assertions": gp.late_asserts})
+        self._sent = (n_logs, n_events)
+
+    def close_telemetry(self, hurry=False):
+        """The record's last rows to the telemetry, which finishes run.mcap -> its counts
+        (`hurry`: the run was interrupted, telemetry.Telemetry.close)."""
+        if self.telemetry is None:
+            return {}
+        if self.loop is not None:
+            self.loop.rec.flush()
+        tel, self.telemetry = self.telemetry, None
+        return tel.close(hurry)
 
     def _log_agents(self):
         entries = self.loop.gp.logs if self.loop else []
@@ -203,6 +259,7 @@ class RunDir:
         self._gp_logged = len(entries)
 
     def _summary_pending(self):
+        self._summary_at = time.monotonic()
         got = "" if self.t_last is None else "; the time series reaches t = %.3f s" % self.t_last
         s = dict(self.head, status="aborted",
                  reason="the run did not finish: its process ended without writing a summary "
@@ -216,6 +273,8 @@ class RunDir:
             summary["reason"] = "interrupted (%s)" % self.signal
             log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
         self._log_agents()
+        if self.telemetry is not None:
+            summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
         if arrays:
             np.savez_compressed(self.path / "timeseries.npz", **arrays, **(meta or {}))
         shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
@@ -282,11 +341,14 @@ class RunDir:
             else:
                 if self.loop is not None:   # the rows since the last chunk
                     self.loop.rec.flush()
-                s = dict(self.head, status="aborted", reason=reason)
+                    self._write_chunk()
+                s = dict(self.head, status="aborted", reason=reason,
+                         telemetry=self.close_telemetry(hurry=self.signal is not None))
                 self.log("status aborted " + reason)
                 self.log("".join(traceback.format_exception(etype, exc, tb)))
                 self._log_agents()
                 _write_atomic(self.path / "summary.json", json.dumps(s, indent=2) + "\n")
+        self.close_telemetry(hurry=True)   # (closed already where the run finished)
         self.commit()
         return False
 

@@ -24,16 +24,18 @@ def vm_steal_ms():
         return None
 
 
-def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, previous="replace", **opts):
+def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, previous="replace", live=None,
+                 live_wait=0.0, telemetry=True, **opts):
     """Run sc into out_dir (default runs/NAME), written as it goes (host/logs.py: RunDir;
-    `previous`: keep, moved aside, or replace a run already there); returns (summary, run
-    directory)."""
+    `previous`: keep, moved aside, or replace a run already there), run.mcap with it
+    (host/telemetry); live = (address, port): the same topics served live, the first tick
+    held until a client subscribes or `live_wait` s pass; returns (summary, run directory)."""
     if sc.controller["kind"] != "multiagent" and mode != "inprocess":
         raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
                             "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
-    with logs.RunDir(out_dir or Path("runs") / sc.name, header, previous) as rd:
-        summary = _run(sc, rd, mode, quiet, make_plots, opts)
+    with logs.RunDir(out_dir or Path("runs") / sc.name, header, previous, live, telemetry) as rd:
+        summary = _run(sc, rd, mode, quiet, make_plots, dict(opts, live_wait=live_wait))
     if rd.aside is not None:
         summary["previous_run"] = str(rd.aside)
     return summary, rd.final
@@ -44,6 +46,13 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     log_lines = []
     loop = ControlLoop(sc, mode)
     rd.attach(loop)
+    live_wait = opts.pop("live_wait")
+    if rd.live:   # (also when quiet: where to look is the point of --live)
+        sys.stderr.write("live: http://%s:%d/ (Foxglove: ws://%s:%d)\n" % (rd.live[0], rd.telemetry.port,
+                                                                          rd.live[0], rd.telemetry.port))
+        sys.stderr.flush()
+        if live_wait > 0:
+            rd.telemetry.wait_for_client(live_wait)
     if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
         loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
     else:   # no critical path in-process: memory flat however long the run

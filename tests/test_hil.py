@@ -87,6 +87,8 @@ def run_hil(path, sc, ref, out, ports):
     a, b = np.load(out / "timeseries.npz"), np.load(ref[1] / "timeseries.npz")
     assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
     assert [n["link"] for n in s["nodes"]] == [1, 2]
+    # run.mcap too, one /joints message a recorded tick (host/telemetry; tests/test_telemetry.py)
+    assert s["telemetry"]["mcap_messages"] > len(a["t"]) and "error" not in s["telemetry"]
     return s
 
 

@@ -1,0 +1,160 @@
+"""Telemetry of a run: run.mcap beside timeseries.npz, written from the same per-tick
+record, and with `live` the same topics on the Foxglove WebSocket protocol with a
+built-in live page (docs: README "Watch a run live").
+
+`Telemetry` is the run's handle on its telemetry process (sidecar.py): host/logs.RunDir
+hands it the record's rows as the recorder flushes them (a file and one short line on a
+pipe that never blocks); the control loop itself does no encoding for it and never
+waits for it."""
+import json
+import os
+import pickle
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MCAP_NAME = "run.mcap"
+LOG_NAME = "telemetry.log"
+ROWS_DIR = "telemetry"   # rows on their way to the telemetry process (gone when the run ends)
+DEFAULT_PORT = 8765
+LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
+START_S = 30.0        # bounded waits on the telemetry process
+CLOSE_HURRY_S = 10.0
+CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _plain(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    raise TypeError(type(x))
+
+
+class Telemetry:
+    """Start the telemetry process for a run written in `run_dir` (OUT.partial).
+    meta: n, t0_ns, obstacles, scenario ...; live: None or (host, port)."""
+
+    def __init__(self, run_dir, meta, live=None):
+        self.lost = None   # why the telemetry process is gone, if it is
+        self.port = None
+        self.stats = {}
+        self._pending = b""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + sys.path[1:]))
+        self.log = open(Path(run_dir) / LOG_NAME, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "host.telemetry.sidecar"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(REPO))
+        self.mcap = Path(run_dir) / MCAP_NAME
+        self.dir = Path(run_dir) / ROWS_DIR
+        self.dir.mkdir(exist_ok=True)
+        self.n_rows = 0
+        cfg = {"meta": meta, "mcap": str(self.mcap),
+               "live": {"host": live[0], "port": live[1]} if live else None}
+        self._send(cfg, wait=True)
+        if not live:   # nothing to wait for: the run goes on while the process starts
+            return
+        ready = self._read(START_S)
+        if ready is None or "ready" not in ready:
+            self.close()
+            raise RuntimeError("the telemetry process did not start (%s/%s): %s"
+                               % (run_dir, LOG_NAME, self.lost or "no answer"))
+        self.port = ready["ready"]
+
+    def _send(self, msg, wait=False):
+        """One line to the telemetry process, never blocking unless `wait`: what the pipe
+        cannot take now (the process behind) waits in `_pending` for the next call."""
+        if self.lost:
+            return
+        self._pending += (json.dumps(msg, default=_plain) + "\n").encode()
+        fd = self.proc.stdin.fileno()
+        os.set_blocking(fd, wait)
+        try:
+            while self._pending:
+                n = os.write(fd, self._pending)
+                self._pending = self._pending[n:]
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            self.lost = "telemetry process gone: %r" % (e,)
+
+    def _read(self, timeout):
+        """One JSON line from the telemetry process within `timeout` s, or None."""
+        end = time.monotonic() + timeout
+        out = self.proc.stdout
+        while time.monotonic() < end:
+            r, _, _ = select.select([out], [], [], max(0.0, min(0.5, end - time.monotonic())))
+            if r:
+                line = out.readline()
+                if not line:
+                    self.lost = self.lost or "telemetry process ended (exit %s)" % self.proc.poll()
+                    return None
+                return json.loads(line)
+        return None
+
+    def rows(self, rows, logs=(), events=(), bus=None):
+        """Rows of the record (a dict of arrays) and the goal process's news since the last
+        call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
+        process reads and removes."""
+        path = self.dir / ("%06d.pkl" % self.n_rows)
+        self.n_rows += 1
+        with open(path, "wb") as f:
+            pickle.dump(rows, f, protocol=5)
+        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {}})
+
+    def wait_for_client(self, timeout):
+        """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
+        self._send({"wait": timeout}, wait=True)
+        got = self._read(timeout + START_S)
+        return bool(got and got.get("subscribed"))
+
+    def close(self, hurry=False):
+        """Finish run.mcap (and the live server) -> the telemetry's counts for summary.json.
+        It waits while run.mcap grows (the telemetry process behind on a busy machine);
+        `hurry` (the run was interrupted): at most CLOSE_HURRY_S, then run.mcap stays as
+        far as it got (its chunks readable, no summary section)."""
+        if self.proc.poll() is None:
+            self._send({"end": True}, wait=True)
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            # it may be behind (a low priority on a busy machine): wait while run.mcap grows
+            size, end = -1, 0.0
+            give_up = time.monotonic() + CLOSE_HURRY_S if hurry else float("inf")
+            while True:
+                got = self._read(1.0)
+                if got is not None and "stats" in got:
+                    self.stats = got["stats"]
+                    break
+                if got is None and self.proc.poll() is not None:
+                    self.lost = self.lost or "telemetry process ended (exit %s)" % self.proc.returncode
+                    break
+                now_size = self.mcap.stat().st_size if self.mcap.exists() else 0
+                if now_size != size:
+                    size, end = now_size, time.monotonic() + CLOSE_STALL_S
+                elif time.monotonic() > end:
+                    self.proc.kill()
+                    self.lost = "telemetry process stalled (run.mcap unchanged for %g s): killed" % CLOSE_STALL_S
+                    break
+                if time.monotonic() > give_up:
+                    self.proc.kill()
+                    self.lost = "run interrupted: telemetry stopped after %g s, run.mcap incomplete" % CLOSE_HURRY_S
+                    break
+            try:
+                self.proc.wait(CLOSE_STALL_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.lost = self.lost or "telemetry process did not exit: killed"
+            self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.lost:
+            self.stats["error"] = self.lost
+        return self.stats

@@ -1,0 +1,118 @@
+"""The telemetry process of a run (started by host/telemetry.Telemetry): it reads the
+per-tick record's rows as the run hands them over (host/logs.RunDir), encodes them
+(topics.Encoder), writes run.mcap (chunked, zstd) and, with --live, publishes the same
+messages on the Foxglove WebSocket protocol (server.Server). A process of its own, so
+that encoding and serving never take the control loop's time or memory.
+
+stdin, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
+or null}, then {rows: pickle path, logs, events, bus} per hand-over of the record,
+{wait: s} to wait for a live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats: ...}.
+End of stdin without {end} (the run's process was killed) also finishes run.mcap."""
+import json
+import os
+import pickle
+import signal
+import sys
+import time
+import types
+
+NICE = 19        # run.mcap only
+NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
+
+class McapSink:
+    """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
+
+    def __init__(self, path, schemas, metadata):
+        from mcap.writer import CompressionType, Writer
+        self.f = open(path, "wb")
+        self.w = Writer(self.f, chunk_size=1 << 20, compression=CompressionType.ZSTD)
+        self.w.start(profile="", library="linkteam")
+        self.channel = {}
+        for topic, (name, schema) in schemas.items():
+            sid = self.w.register_schema(name=name, encoding="jsonschema", data=json.dumps(schema).encode())
+            self.channel[topic] = self.w.register_channel(topic=topic, message_encoding="json", schema_id=sid)
+        self.w.add_metadata("linkteam.run", {k: str(v) for k, v in metadata.items()})
+        self.seq = 0
+        self.messages = 0
+
+    def write(self, topic, ns, payload):
+        self.seq += 1
+        self.w.add_message(channel_id=self.channel[topic], log_time=ns, data=payload, publish_time=ns,
+                           sequence=self.seq)
+        self.messages += 1
+
+    def close(self):
+        self.w.finish()
+        self.f.close()
+
+
+def obstacle_mover(obstacles):
+    """t -> every obstacle's position (host/runners/base.obstacle_paths' blend), or None
+    where none moves."""
+    if not any(o.get("knot") for o in obstacles):
+        return None
+    from host.runners.base import obstacle_paths
+    paths = obstacle_paths(types.SimpleNamespace(obstacles=obstacles))
+    if not any(paths):
+        return None
+    return lambda t: [p.sample(t).p.tolist() if p is not None else o["position"] for p, o in zip(paths, obstacles)]
+
+
+def say(**msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    cfg = json.loads(sys.stdin.readline())
+    # a low CPU priority: where the machine is busy, the control loop and the nodes run
+    # first and telemetry takes what is left (the rows wait in their files meanwhile);
+    # live, a little more: a viewer should not fall far behind a real-time run
+    os.nice(NICE_LIVE if cfg.get("live") else NICE)
+    # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
+    # run, and this one ends when its stdin does, with run.mcap finished
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from host.telemetry.topics import SCHEMAS, Encoder
+    meta = cfg["meta"]
+    enc = Encoder(meta, obstacle_mover(meta.get("obstacles", [])))
+    sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
+    server = None
+    if cfg.get("live"):
+        from host.telemetry.server import Server
+        server = Server(SCHEMAS, cfg["live"]["host"], cfg["live"]["port"])
+        server.start()
+    say(ready=server.port if server else None)
+    handovers, encode_s = 0, 0.0
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "rows" in msg:
+            t0 = time.process_time()
+            with open(msg["rows"], "rb") as f:   # written by this run's own process
+                rows = pickle.load(f)
+            os.unlink(msg["rows"])
+            out = enc.side(msg)
+            if len(rows.get("t", ())):
+                out += enc.rows(rows)
+            out.sort(key=lambda m: m[1])   # stable: a tick's topics keep their order
+            for topic, ns, payload in out:
+                sink.write(topic, ns, payload)
+                if server is not None:
+                    server.publish(topic, ns, payload)
+            handovers += 1
+            encode_s += time.process_time() - t0
+        elif "wait" in msg:
+            say(subscribed=server.subscribed.wait(float(msg["wait"])) if server else False)
+        elif msg.get("end"):
+            break
+    sink.close()
+    stats = {"mcap_messages": sink.messages, "handovers": handovers, "encode_cpu_s": round(encode_s, 3)}
+    if server is not None:
+        server.flush()
+        stats["live"] = server.stats()
+        server.stop()
+    say(stats=stats)
+
+
+if __name__ == "__main__":
+    main()

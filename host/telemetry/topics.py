@@ -1,0 +1,255 @@
+"""The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
+record (host/logs.Recorder: the same rows timeseries.npz holds) and the goal process's
+side information (node log lines, team events, bus counters), for run.mcap and the live
+server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
+ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
+(foxglove.Log, foxglove.SceneUpdate) so its Log and 3D panels show them.
+
+  /joints   every control tick: q, qd, torque u and its parts by behaviour, each link's
+            state, team membership and obstacle range
+  /tool     every control tick: desired and actual tool position, position and
+            orientation error
+  /goal     every control tick: the goal wrench f and RMDAC's adaptive gains k (6.206)
+  /nodes    every node's state, fault names, membership: at every change and once a second
+  /events   a node's state, faults or membership changed (with the host's reason), or the
+            host reported a team event
+  /bus      10 Hz: late ticks, the host's good and bad (CRC) frames, late assertions
+  /log      node log lines and host events (foxglove.Log)
+  /scene    20 Hz: the arm (link frames joined by a line, a sphere per joint), obstacles
+            and the desired path (foxglove.SceneUpdate)
+"""
+from collections import deque
+
+import numpy as np
+
+import orjson
+
+from bus_protocol import states
+from host.logs import COMPONENTS
+from host.rmdac import K0_NAMES
+
+SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
+BUS_HZ = 10.0
+SCENE_HZ = 20.0
+NODES_EVERY_S = 1.0
+GAINS = tuple(g[:-1] for g in K0_NAMES)   # RMDAC's k (6.206) by name: d, kp, kv, c, b, a
+PATH_POINTS = 1200   # the scene's desired-path trail: 60 s at SCENE_HZ
+LOG_INFO, LOG_WARNING, LOG_ERROR = 2, 3, 4   # foxglove.Log levels
+
+_num = {"type": "number"}
+_nums = {"type": "array", "items": {"type": ["number", "null"]}}
+_time = {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}}
+_vec3 = {"type": "object", "properties": {k: _num for k in "xyz"}}
+_node = {"type": "object", "properties": {
+    "link": {"type": "integer"}, "state": {"type": "string"}, "braked": {"type": "boolean"},
+    "faults": {"type": "array", "items": {"type": "string"}}, "member": {"type": "boolean"},
+    "reason": {"type": "string"}}}
+
+
+def _obj(title, **props):
+    return {"title": title, "type": "object", "properties": props}
+
+
+# topic -> (schema name, JSON schema)
+SCHEMAS = {
+    "/joints": ("linkteam.Joints", _obj(
+        "linkteam.Joints", t=_num, tick=_num, q=_nums, qd=_nums, u=_nums,
+        u_behaviours={"type": "object", "properties": {c: _nums for c in COMPONENTS}},
+        state={"type": "array", "items": {"type": "string"}}, state_code=_nums,
+        member={"type": "array", "items": {"type": "boolean"}}, rho=_nums)),
+    "/tool": ("linkteam.Tool", _obj("linkteam.Tool", t=_num, p_d=_nums, p=_nums, error=_num, e_phi=_num)),
+    "/goal": ("linkteam.Goal", _obj(
+        "linkteam.Goal", t=_num, f=_nums,
+        gains={"type": "object", "properties": {g: _nums for g in GAINS}})),
+    "/nodes": ("linkteam.Nodes", _obj("linkteam.Nodes", t=_num, nodes={"type": "array", "items": _node})),
+    "/events": ("linkteam.Event", _obj("linkteam.Event", t=_num, link={"type": "integer"},
+                                        kind={"type": "string"}, what={"type": "string"},
+                                        node=_node)),
+    "/bus": ("linkteam.Bus", _obj("linkteam.Bus", t=_num, late_ticks=_num, host_good_frames=_num,
+                                  host_bad_frames=_num, late_assertions=_num, contacts=_num)),
+    "/log": ("foxglove.Log", _obj("foxglove.Log", timestamp=_time, level={"type": "integer"},
+                                  message={"type": "string"}, name={"type": "string"},
+                                  file={"type": "string"}, line={"type": "integer"})),
+    "/scene": ("foxglove.SceneUpdate", _obj(
+        "foxglove.SceneUpdate", deletions={"type": "array"},
+        entities={"type": "array", "items": {"type": "object", "properties": {
+            "timestamp": _time, "frame_id": {"type": "string"}, "id": {"type": "string"},
+            "lines": {"type": "array"}, "spheres": {"type": "array"}}}})),
+}
+TOPICS = tuple(SCHEMAS)
+
+
+def dumps(msg):
+    """JSON bytes (orjson: floats, also numpy's, in their shortest exact form, as Python's
+    repr; NaN and infinities, an obstacle range where there is none, as null)."""
+    return orjson.dumps(msg, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def state_name(code):
+    return "silent" if code == SILENT else states.state_name(code)
+
+
+def _stamp(ns):
+    return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
+
+
+def _color(r, g, b, a=1.0):
+    return {"r": r, "g": g, "b": b, "a": a}
+
+
+# the SceneEntity primitive lists a scene does not use (foxglove.SceneEntity has them all)
+_NONE = {k: [] for k in ("arrows", "cubes", "cylinders", "triangles", "texts", "models")}
+_IDENTITY = {"position": {"x": 0, "y": 0, "z": 0}, "orientation": {"x": 0, "y": 0, "z": 0, "w": 1}}
+
+
+class Encoder:
+    """Rows of the per-tick record -> (topic, log time ns, JSON bytes), in time order.
+
+    meta: n (links), t0_ns (wall time of t = 0), obstacles [{name, radius, position}];
+    obstacle_at(t) -> every obstacle's position (moving obstacles), or None. The scene's
+    desired path is the trail of the desired tool position, its last PATH_POINTS samples."""
+
+    def __init__(self, meta, obstacle_at=None):
+        self.n = meta["n"]
+        self.t0_ns = int(meta["t0_ns"])
+        self.obstacles = meta.get("obstacles", [])
+        self.path = deque(maxlen=PATH_POINTS)
+        self.obstacle_at = obstacle_at
+        self.last = None          # per link (state code, fault bits, member)
+        self._key = None          # the last row's codes, bits, membership
+        self.reason = [""] * self.n
+        self.late_ticks = 0
+        self.bus = {"host_good_frames": 0, "host_bad_frames": 0, "late_assertions": 0}
+        self.next_bus = self.next_scene = self.next_nodes = 0.0
+        self.tick = 0
+        self.nodes = []
+
+    def ns(self, t):
+        return self.t0_ns + int(round(t * 1e9))
+
+    def side(self, info):
+        """Goal-process side information of a chunk -> messages: node log lines and host
+        events (foxglove.Log, /events); bus counters are kept for /bus."""
+        out = []
+        self.bus.update(info.get("bus", {}))
+        for t, link, text in info.get("logs", ()):
+            out.append(("/log", self.ns(t), dumps({"timestamp": _stamp(self.ns(t)), "level": LOG_INFO,
+                                                   "message": text, "name": "link%02d" % link,
+                                                   "file": "", "line": 0})))
+        for t, link, what in info.get("events", ()):
+            if 1 <= link <= self.n:
+                self.reason[link - 1] = what
+            out.append(("/log", self.ns(t), dumps({"timestamp": _stamp(self.ns(t)), "level": LOG_WARNING,
+                                                   "message": "link %d %s" % (link, what), "name": "host",
+                                                   "file": "", "line": 0})))
+            out.append(("/events", self.ns(t), dumps({"t": t, "link": link, "kind": "host", "what": what})))
+        return out
+
+    def node(self, i, code, bits, member):
+        braked = states.is_fault_state(code) if code >= 0 else not member
+        faults = states.fault_names(bits)
+        if code == SILENT and not member:   # no torque, out of the team: its driver brakes it
+            faults = faults + ["silent"]
+        return {"link": i + 1, "state": "braked" if braked and code == SILENT else state_name(code),
+                "braked": bool(braked), "faults": faults, "member": bool(member), "reason": self.reason[i]}
+
+    def rows(self, a):
+        """Messages of every row of `a` (the arrays of one chunk of the record). Vectors go
+        to orjson as numpy rows (floats in the shortest form that reads back exactly)."""
+        out = []
+        n = self.n
+        tl = a["t"].tolist()
+        rows = len(tl)
+        if not rows:
+            return out
+        q, qd, u, rho, f = a["q"], a["qd"], a["u"], a["rho"], a["f"]
+        comp = np.ascontiguousarray(a["comp"].transpose(0, 2, 1))          # (rows, behaviour, link)
+        gains = np.ascontiguousarray(a["gains"].transpose(0, 2, 1)) if "gains" in a else None
+        p_d, p = a["p_d"], a["p"]
+        err = np.sqrt(((p_d - p) ** 2).sum(axis=1)).tolist()
+        e_phi = a["e_phi"].tolist()
+        codes = a["state"].astype(np.int64)
+        bits = a["faults"].astype(np.int64) if "faults" in a else np.zeros_like(codes)
+        member = a["member"] > 0
+        late = a["late"].tolist()
+        contacts = a["contacts"].tolist()
+        # rows where a node's state, faults or membership changed (from the row before)
+        key = np.concatenate([codes, bits, member], axis=1)
+        prev = np.concatenate([key[:1] if self.last is None else np.array([self._key]), key[:-1]])
+        changed_rows = set(np.nonzero((key != prev).any(axis=1))[0].tolist())
+        if self.last is None:
+            changed_rows.add(0)
+        self._key = key[-1].tolist()
+        names = {}
+        for r in range(rows):
+            t = tl[r]
+            ns = self.t0_ns + int(round(t * 1e9))
+            code = codes[r]
+            ck = code.tobytes()
+            nm = names.get(ck)
+            if nm is None:
+                nm = names[ck] = [state_name(c) for c in code.tolist()]
+            out.append(("/joints", ns, dumps({
+                "t": t, "tick": self.tick, "q": q[r], "qd": qd[r], "u": u[r],
+                "u_behaviours": dict(zip(COMPONENTS, comp[r])), "state": nm, "state_code": code,
+                "member": member[r], "rho": rho[r]})))
+            out.append(("/tool", ns, dumps({"t": t, "p_d": p_d[r], "p": p[r], "error": err[r], "e_phi": e_phi[r]})))
+            goal = {"t": t, "f": f[r]}
+            if gains is not None:
+                goal["gains"] = dict(zip(GAINS, gains[r]))
+            out.append(("/goal", ns, dumps(goal)))
+            changed = ()
+            if r in changed_rows:
+                now = list(zip(code.tolist(), bits[r].tolist(), member[r].tolist()))
+                changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
+                self.nodes = [self.node(i, *now[i]) for i in range(n)]
+                if self.last is not None:
+                    for i in changed:
+                        nd = self.nodes[i]
+                        what = "%s -> %s%s" % (state_name(self.last[i][0]), nd["state"],
+                                               (" (" + ", ".join(nd["faults"]) + ")") if nd["faults"] else "")
+                        out.append(("/events", ns, dumps({"t": t, "link": i + 1, "kind": "node",
+                                                          "what": what, "node": nd})))
+                self.last = now
+            if changed or t >= self.next_nodes:
+                self.next_nodes = t + NODES_EVERY_S
+                out.append(("/nodes", ns, dumps({"t": t, "nodes": self.nodes})))
+            self.late_ticks += int(late[r])
+            if t >= self.next_bus:
+                self.next_bus = t + 1.0 / BUS_HZ
+                out.append(("/bus", ns, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
+                                                   contacts=contacts[r]))))
+            if t >= self.next_scene:
+                pd = p_d[r].tolist()
+                self.path.append({"x": pd[0], "y": pd[1], "z": pd[2]})
+                self.next_scene = t + 1.0 / SCENE_HZ
+                out.append(("/scene", ns, dumps(self.scene(ns, t, a["frames"][r].tolist(), self.last))))
+            self.tick += 1
+        return out
+
+    def scene(self, ns, t, frames, now):
+        pts = [{"x": f[0], "y": f[1], "z": f[2]} for f in frames]
+        joints = [{"pose": {"position": pts[i], "orientation": _IDENTITY["orientation"]},
+                   "size": {"x": 0.06, "y": 0.06, "z": 0.06},
+                   "color": _color(0.9, 0.1, 0.1) if i and (not now[i - 1][2] or states.is_fault_state(now[i - 1][0]))
+                   else _color(0.2, 0.4, 0.9)} for i in range(len(pts))]
+        ents = [{"timestamp": _stamp(ns), "frame_id": "world", "id": "arm", "lifetime": _stamp(0),
+                 "frame_locked": False, "metadata": [], **_NONE,
+                 "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.03, "scale_invariant": False,
+                            "points": pts, "color": _color(0.6, 0.6, 0.6), "colors": [], "indices": []}],
+                 "spheres": joints},
+                {"timestamp": _stamp(ns), "frame_id": "world", "id": "path", "lifetime": _stamp(0),
+                 "frame_locked": False, "metadata": [], **_NONE,
+                 "lines": [{"type": 0, "pose": _IDENTITY, "thickness": 0.01, "scale_invariant": False,
+                            "points": list(self.path), "color": _color(0.1, 0.7, 0.2), "colors": [], "indices": []}],
+                 "spheres": []}]
+        if self.obstacles:
+            where = self.obstacle_at(t) if self.obstacle_at else [o["position"] for o in self.obstacles]
+            ents.append({"timestamp": _stamp(ns), "frame_id": "world", "id": "obstacles", "lifetime": _stamp(0),
+                         "frame_locked": False, "metadata": [], **_NONE, "lines": [],
+                         "spheres": [{"pose": {"position": {"x": p[0], "y": p[1], "z": p[2]},
+                                               "orientation": _IDENTITY["orientation"]},
+                                      "size": {"x": 2 * o["radius"], "y": 2 * o["radius"], "z": 2 * o["radius"]},
+                                      "color": _color(0.9, 0.6, 0.1, 0.6)}
+                                     for o, p in zip(self.obstacles, where)]})
+        return {"deletions": [], "entities": ents}

@@ -1,0 +1,178 @@
+"""Telemetry (host/telemetry): run.mcap read back with the mcap reader against the run's
+timeseries.npz; a live processes-mode run taken by a Foxglove ws-protocol client; the
+server's bounded queues under a client that never reads; replay."""
+import json
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from host.run import run_scenario
+from host.scenario import from_dict, read_toml
+from host.telemetry import MCAP_NAME
+from host.telemetry.client import Client, stalled
+
+from .conftest import REPO, needs
+
+
+def cut(name, seconds):
+    data, sources = read_toml(REPO / "scenarios" / name)
+    data["simulation"]["duration"] = seconds
+    return from_dict(data, REPO / "scenarios" / name, sources)
+
+
+def read_mcap(path):
+    from mcap.reader import make_reader
+    out = {}
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            assert schema.encoding == "jsonschema" and channel.message_encoding == "json"
+            out.setdefault(channel.topic, []).append(json.loads(message.data))
+    return summary, out
+
+
+def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_event(tmp_path):
+    """encoder-dead-link6 cut to 16 s: link 6 latches sensor_implausible at 15.04 s. run.mcap
+    holds one /joints message per recorded tick, q, qd and u equal to timeseries.npz to the
+    bit, and a /events message for link 6 at the tick its state left RUN, naming the fault."""
+    s, out = run_scenario(cut("faults/encoder-dead-link6.toml", 16.0), tmp_path / "run", quiet=True,
+                          make_plots=False)
+    d = np.load(out / "timeseries.npz")
+    summary, topics = read_mcap(out / MCAP_NAME)
+    assert any(c.compression == "zstd" for c in summary.chunk_indexes)
+    joints = topics["/joints"]
+    assert len(joints) == len(d["t"])
+    for key in ("t", "q", "qd", "u"):
+        assert np.array_equal(np.array([j[key] for j in joints]), d[key]), key
+    assert np.array_equal(np.array([j["u_behaviours"]["proxy"] for j in joints]), d["comp"][:, :, 0])
+    tool = topics["/tool"]
+    assert np.array_equal(np.array([m["p"] for m in tool]), d["p"])
+    assert np.array_equal(np.array([g["gains"]["kv"] for g in topics["/goal"]]), d["gains"][:, :, 2])
+    first = int(np.nonzero(d["state"][:, 5] != d["state"][0, 5])[0][0])   # link 6 leaves RUN
+    ev = [e for e in topics["/events"] if e["link"] == 6 and e["kind"] == "node"]
+    assert ev and ev[0]["t"] == d["t"][first]
+    assert ev[0]["node"]["braked"] and "sensor_implausible" in ev[0]["node"]["faults"]
+    assert {"/nodes", "/bus", "/scene", "/log"} <= set(topics)
+    assert s["telemetry"]["mcap_messages"] == sum(len(v) for v in topics.values())
+
+
+def _live_run(scenario_text, tmp_path, *args):
+    """`linkteam run` of a scenario file holding `scenario_text` with --live on a free
+    port, held until a client subscribes -> (process, port)."""
+    sc = tmp_path / "live.toml"
+    sc.write_text(scenario_text)
+    p = subprocess.Popen([sys.executable, "-m", "host.cli", "run", str(sc), "--out", str(tmp_path / "run"),
+                          "--quiet", "--no-plots", "--live", "0", "--live-wait", "60"] + list(args),
+                         cwd=str(REPO), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    line = p.stderr.readline()
+    m = re.search(r"live: http://127\.0\.0\.1:(\d+)/", line)
+    if not m:
+        p.kill()
+        p.wait()
+        raise AssertionError("no live address: %r %s" % (line, p.stderr.read()[-2000:]))
+    return p, int(m.group(1))
+
+
+@needs("micropython")
+def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
+    """A Foxglove ws-protocol client (host/telemetry/client.py on `websockets`, from the
+    spec) subscribes to /joints during a 3 s processes-mode run: it receives >= 95 % of
+    the run's ticks, and what it decoded equals timeseries.npz."""
+    text = 'extends = "%s"\nname = "live"\n[simulation]\nduration = 3.0\n' % (REPO / "scenarios" / "reference.toml")
+    p, port = _live_run(text, tmp_path, "--mode", "processes")
+    got = []
+    try:
+        c = Client("ws://127.0.0.1:%d" % port)
+        assert c.server_info["name"] == "linkteam"
+        c.subscribe("/joints")
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            m = c.recv(1.0)
+            if m is None:
+                if p.poll() is not None:
+                    break
+                continue
+            got.append(m[2])
+        c.close()
+        assert p.wait(60) == 0, p.stderr.read()[-2000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stderr.close()
+    d = np.load(tmp_path / "run" / "timeseries.npz")
+    assert len(got) >= 0.95 * len(d["t"]), (len(got), len(d["t"]))
+    rows = {j["t"]: j for j in got}
+    idx = [i for i, t in enumerate(d["t"].tolist()) if t in rows]
+    assert len(idx) == len(got)
+    assert np.array_equal(np.array([rows[d["t"][i]]["q"] for i in idx]), d["q"][idx])
+    assert np.array_equal(np.array([rows[d["t"][i]]["u"] for i in idx]), d["u"][idx])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["telemetry"]["live"]["clients"] == 1
+
+
+def test_server_a_client_that_never_reads_costs_dropped_messages_not_memory():
+    """A client subscribes and then never reads: publish() never blocks, the messages that
+    cannot go are dropped and counted, and what the server holds stays within its bounds."""
+    from host.telemetry.server import Server
+    from host.telemetry.topics import SCHEMAS
+    srv = Server(SCHEMAS, "127.0.0.1", 0, client_queue=64)
+    port = srv.start()
+    s = stalled(port, [srv.channel_of["/joints"]])
+    try:
+        end = time.monotonic() + 10
+        while not srv.subscribed.is_set() and time.monotonic() < end:
+            time.sleep(0.01)
+        assert srv.subscribed.is_set()
+        payload = b"x" * 4000
+        n = 20000
+        t0 = time.perf_counter()
+        for i in range(n):
+            srv.publish("/joints", i, payload)
+            if i % 500 == 0:
+                time.sleep(0.03)   # the server thread moves the inbox on
+        publish_s = time.perf_counter() - t0
+        srv.flush(1.0)
+        st = srv.stats()
+        client = next(iter(srv.clients))
+        assert len(client.queue) <= 64 and len(srv.inbox) <= srv.inbox_max
+        assert st["dropped"] > n // 2 and st["published"] == n
+        assert publish_s < n * 1e-3 + 1.2   # never waited for the client (a blocked send would hang)
+    finally:
+        s.close()
+        srv.stop()
+
+
+def test_replay_plays_a_recorded_run_into_the_server(tmp_path):
+    """A recorded run.mcap played at 50x into the server: a client gets its /joints
+    messages, equal to the run's time series."""
+    from host.telemetry import replay
+    from host.telemetry.server import Server
+    from host.telemetry.topics import SCHEMAS
+    _, out = run_scenario(cut("reference.toml", 1.0), tmp_path / "run", quiet=True, make_plots=False)
+    srv = Server(SCHEMAS, "127.0.0.1", 0)
+    port = srv.start()
+    try:
+        c = Client("ws://127.0.0.1:%d" % port)
+        c.subscribe("/joints")
+        end = time.monotonic() + 10
+        while not srv.subscribed.is_set() and time.monotonic() < end:
+            time.sleep(0.01)
+        n = replay.play(out / MCAP_NAME, srv, speed=50.0)
+        got = []
+        while True:
+            m = c.recv(1.0)
+            if m is None:
+                break
+            got.append(m[2])
+        c.close()
+    finally:
+        srv.stop()
+    d = np.load(out / "timeseries.npz")
+    assert n > len(d["t"])
+    assert np.array_equal(np.array([j["q"] for j in got]), d["q"])
