@@ -31,6 +31,10 @@ def _grouping(a, n):
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
+    if sc.gains_from and not sc.gains_from["same_arm"] and not a.gains_anyway:
+        from host.tune_gains import describe
+        sys.stderr.write("linkteam run: %s: refusing (--gains-anyway runs it regardless)\n" % describe(sc.gains_from))
+        return 2
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
@@ -275,6 +279,8 @@ def main(argv=None):
     r.add_argument("--real-plant", action="store_true", help="hil: boards read real encoders; no joint states sent")
     r.add_argument("--quiet", action="store_true", help="no progress bar, no summary print")
     r.add_argument("--no-plots", action="store_true")
+    r.add_argument("--gains-anyway", action="store_true", help="run with tuned gains even when they were tuned "
+                   "on another arm (run.log and summary.json gains_from say so)")
     r.set_defaults(fn=cmd_run)
     o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
                        "processes or hil run")
