@@ -134,6 +134,9 @@ def cmd_tune(a):
     except ValueError as e:
         sys.stderr.write("linkteam tune: %s\n" % e)
         return 2
+    except tune.StorageLost as e:
+        sys.stderr.write("linkteam tune: %s\n" % e)
+        return 4
 
 
 def _kg_list(text):
@@ -143,8 +146,15 @@ def _kg_list(text):
 def _add_tune_command(sub):
     t = sub.add_parser("tune", help="tune RMDAC gains with an Optuna study that several workers share; "
                        "report thesis vs tuned gains on training and held-out scenarios")
-    t.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="training scenarios")
-    t.add_argument("--trials", type=int, required=True, help="trials this invocation adds to the study")
+    t.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="training scenarios (--resume: the study's own)")
+    t.add_argument("--trials", type=int, help="the study's size: its workers run trials until it holds this many "
+                   "finished (complete or pruned) trials, however many invocations join it")
+    t.add_argument("--resume", action="store_true", help="continue an existing study (--storage, --study) with its "
+                   "recorded scenarios and options: fail the trials of workers that are gone, retry them, "
+                   "run on to its size")
+    from host.tune import GRACE_BEATS, HEARTBEAT_S
+    t.add_argument("--heartbeat", type=int, default=HEARTBEAT_S, metavar="S", help="worker heartbeat (s); a trial "
+                   "whose worker misses %d beats is failed and retried (default %d)" % (GRACE_BEATS, HEARTBEAT_S))
     t.add_argument("--timeout", type=float, help="seconds after which no worker starts another trial")
     t.add_argument("--workers", type=int, default=1, help="worker processes (each joins the study)")
     t.add_argument("--out", help="output directory: study journal, gains.toml, report.md, plots (default tune/)")
