@@ -192,20 +192,31 @@ def _stale_reason(heartbeat):
     return lambda t: "worker %s sent no heartbeat for %d s" % (t.user_attrs.get("worker", "?"), GRACE_BEATS * heartbeat)
 
 
+_RDB = {}
+
+
 def storage(url, out, heartbeat=HEARTBEAT_S):
     """Default: a journal file in the output directory (a file lock on it lets processes on
     one machine, or on machines sharing the file system, join). Any URL (e.g.
     postgresql://user:pass@host/db) is Optuna's RDB storage with its heartbeat: a trial whose
     worker stops beating for GRACE_BEATS beats is failed and retried."""
-    if _is_rdb(url):
-        from optuna.storages import RDBStorage
-        rdb = _rdb_url(url)
-        return RDBStorage(rdb, engine_kwargs=PG_ENGINE if rdb.startswith("postgresql") else None,
-                          heartbeat_interval=heartbeat, grace_period=GRACE_BEATS * heartbeat,
-                          heartbeat_stale_trial_callback=Retry(_stale_reason(heartbeat)))
+    if _is_rdb(url):   # one per process: each holds a connection pool
+        if (url, heartbeat) not in _RDB:
+            from optuna.storages import RDBStorage
+            rdb = _rdb_url(url)
+            _RDB[url, heartbeat] = RDBStorage(rdb, engine_kwargs=PG_ENGINE if rdb.startswith("postgresql") else None,
+                                              heartbeat_interval=heartbeat, grace_period=GRACE_BEATS * heartbeat,
+                                              heartbeat_stale_trial_callback=Retry(_stale_reason(heartbeat)))
+        return _RDB[url, heartbeat]
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
     return JournalStorage(JournalFileBackend(str(journal_path(url, out))))
+
+
+def close_storages():
+    """Give this process's database connections back (a worker's end)."""
+    while _RDB:
+        _RDB.popitem()[1].engine.dispose()
 
 
 def _db_errors():
@@ -377,6 +388,8 @@ def _spawned(spec, wid):
     except StorageLost as e:
         sys.stderr.write("linkteam tune: worker %s: %s\n" % (wid, e))
         sys.exit(4)
+    finally:
+        close_storages()
 
 
 def optimise(spec, workers):
@@ -454,6 +467,13 @@ def _resumed(a, out, name, hb):
 
 
 def main(a):
+    try:
+        return _main(a)
+    finally:
+        close_storages()
+
+
+def _main(a):
     out = Path(a.out or "tune")
     out.mkdir(parents=True, exist_ok=True)
     name = a.study or "linkteam-tune"
