@@ -232,13 +232,21 @@ def _db_errors():
 
 
 def _lost(url, e):
-    first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [type(e).__name__])[0]
+    for _ in range(5):   # to the driver's own words (Optuna and SQLAlchemy wrap them)
+        inner = getattr(e, "orig", None) or e.__cause__ or e.__context__
+        if inner is None:
+            break
+        e = inner
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
     return StorageLost("lost the connection to the study database %s: %s" % (redact(url), first))
 
 
 def open_study(url, out, name, heartbeat=HEARTBEAT_S, create=True):
+    import warnings
+
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)   # heartbeat: stable in use since 2.9
     try:
         st = storage(url, out, heartbeat)
         sampler = optuna.samplers.TPESampler(multivariate=True, constant_liar=True)

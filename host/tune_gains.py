@@ -7,7 +7,8 @@ summary.json.
 
 The fingerprint covers what the gains act on: each link's joint type, DH parameters (theta,
 d, a, alpha), mass, centroid and inertia (Scenario.links, in the scenario's units), each to
-6 significant digits. Payload, gravity, limits, damping and the trajectory are not the arm:
+3 significant digits: an arm written with rounder numbers (the thesis's 0.4938 for 0.49375
+kg m^2) is the same arm; a change of a few per cent is another. Payload, gravity, limits, damping and the trajectory are not the arm:
 a study trains on payload and rate variants of it, and a held-out check varies them."""
 import hashlib
 import json
@@ -18,7 +19,7 @@ ARM_FIELDS = ("type", "theta", "d", "a", "alpha", "mass", "centroid", "inertia")
 def _canon(v):
     if isinstance(v, (list, tuple)):
         return [_canon(x) for x in v]
-    return "%.6g" % v if isinstance(v, float) else v
+    return "%.3g" % v if isinstance(v, float) else v
 
 
 def arm_fingerprint(links):
