@@ -408,6 +408,7 @@ def optimise(spec, workers):
     if workers == 1:
         run_worker(spec, worker_id())
         return time.perf_counter() - t0
+    close_storages()   # the workers hold the connections, not this process while it waits for them
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_spawned, args=(spec, worker_id(i + 1))) for i in range(workers)]
     try:
@@ -516,7 +517,8 @@ def _main(a):
         if "args" not in study.user_attrs:
             study.set_user_attr("command", command(a))
             study.set_user_attr("args", json.dumps({k: getattr(a, k) for k in RECORDED}))
-        study.set_user_attr("trials", a.trials)   # the study's size: the last invocation's --trials
+        if a.trials > study.user_attrs.get("trials", -1):   # the study's size (for --resume): the largest --trials
+            study.set_user_attr("trials", a.trials)
         thesis = thesis_values(data0, space)
         if not study.trials and all(lo <= thesis[k] <= hi for k, (lo, hi, _log) in space.items()):
             study.enqueue_trial(thesis)   # the first trial: the gains the scenario ships with

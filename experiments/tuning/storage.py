@@ -1,0 +1,170 @@
+"""The study storages measured (docs/tuning.md): a worker SIGKILLed mid-trial on PostgreSQL
+and on the journal file, and trials per minute with 1, 2 and 4 workers on each. Writes
+experiments/tuning/STORAGE.md.
+
+    .venv/bin/python experiments/tuning/storage.py [--trials N] [--rate-trials M] [--duration S]
+
+Every study runs separate `linkteam tune` invocations, as on separate machines, on a
+throwaway PostgreSQL cluster (host/tune_pg.py) or a journal file in a temporary folder;
+all of it is stopped and removed at the end. The training scenario is the reference
+(scenarios/reference.toml) shortened to --duration seconds.
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import optuna  # noqa: E402
+
+from host.tune import storage  # noqa: E402
+from host.tune_pg import Cluster  # noqa: E402
+from tests.test_tune_storage import BEAT, Workers, _tables, _worker_of, freeze_in_trial, kill_mid_trial  # noqa: E402
+
+TrialState = optuna.trial.TrialState
+
+
+def scenario(d, duration):
+    p = Path(d) / "ref.toml"
+    p.write_text('extends = "%s"\nname = "ref"\n[simulation]\nduration = %s\n' % (ROOT / "scenarios" / "reference.toml", duration))
+    return p
+
+
+def pg_running(pg, study):
+    def running_of(worker):
+        if not _tables(pg):
+            return []
+        return [r[0] for r in pg.sql(
+            "SELECT t.number FROM trials t JOIN trial_user_attributes u ON u.trial_id = t.trial_id "
+            "JOIN studies s ON s.study_id = t.study_id WHERE s.study_name = '%s' AND t.state = 'RUNNING' "
+            "AND u.key = 'worker' AND u.value_json = '%s'" % (study, json.dumps(worker)))]
+    return running_of
+
+
+def journal_running(journal, study):
+    def running_of(worker):
+        try:
+            s = optuna.load_study(study_name=study, storage=storage(str(journal), None))
+        except (KeyError, FileNotFoundError):
+            return []
+        return [t.number for t in s.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                if t.user_attrs.get("worker") == worker]
+    return running_of
+
+
+def outcome(study, killed, lost):
+    trials = study.trials
+    c = Counter(t.state.name for t in trials)
+    retry = [t for t in trials if t.system_attrs.get("failed_trial") == killed]
+    return {"trials": len(trials), "complete": c["COMPLETE"], "pruned": c["PRUNED"], "fail": c["FAIL"],
+            "running": c["RUNNING"], "waiting": c["WAITING"], "killed": killed, "killed_state": trials[killed].state.name,
+            "lost_worker": lost,
+            "retry": retry[0].number if retry else None, "retry_state": retry[0].state.name if retry else None,
+            "retry_reason": retry[0].user_attrs.get("retry_reason") if retry else None,
+            "retry_worker": retry[0].user_attrs.get("worker") if retry else None}
+
+
+def crash_pg(tmp, n, ref):
+    with Cluster() as pg:
+        w = Workers(Path(tmp))
+        try:
+            args = [str(ref), "--trials", str(n), "--storage", pg.url, "--study", "crash", "--heartbeat", str(BEAT)]
+            b = w.start(*args, "--out", str(Path(tmp) / "pb"), tag="pb")
+            t0 = time.monotonic()
+            a, killed = kill_mid_trial(b, lambda: w.start(*args, "--out", str(Path(tmp) / "pa"), tag="pa"),
+                                       pg_running(pg, "crash"))
+            rc = a.wait(timeout=1800)
+            wall = time.monotonic() - t0
+            study = optuna.load_study(study_name="crash", storage=storage(pg.url, None, BEAT))
+            r = outcome(study, killed, _worker_of(b))
+            r.update(rc=rc, wall=wall, log_line=[x for x in w.log(a).splitlines() if "failed" in x])
+            return r
+        finally:
+            w.close()
+
+
+def crash_journal(tmp, n, ref):
+    journal = Path(tmp) / "crash.journal"
+    w = Workers(Path(tmp))
+    running_of = journal_running(journal, "crash")
+    lock = Path(str(journal) + ".lock")
+    try:
+        args = ["--storage", str(journal), "--study", "crash", "--heartbeat", str(BEAT), "--out", str(Path(tmp) / "j")]
+        b = w.start(str(ref), "--trials", str(n), *args, tag="jb")
+        a, killed = kill_mid_trial(b, lambda: w.start(str(ref), "--trials", str(n), *args, tag="ja"), running_of, lock)
+        freeze_in_trial(a, running_of, lock)   # ... and then the other one too, mid-trial:
+        os.kill(a.pid, signal.SIGKILL)         # only --resume can finish the study
+        a.wait()
+        study = optuna.load_study(study_name="crash", storage=storage(str(journal), None))
+        orphans = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
+        d = w.start("--resume", *args, tag="jd")
+        rc = d.wait(timeout=1800)
+        study = optuna.load_study(study_name="crash", storage=storage(str(journal), None))
+        r = outcome(study, killed, _worker_of(b))
+        r.update(rc=rc, orphans_before_resume=orphans, log_line=[x for x in w.log(d).splitlines() if "failed" in x])
+        return r
+    finally:
+        w.close()
+
+
+def rate(tmp, kind, workers, n, ref, pg=None):
+    """Trials per minute of one `linkteam tune --workers k` on a fresh study: finished
+    trials over the span from the first trial's start to the last one's end."""
+    name = "rate-%d" % workers
+    url = pg.url if pg else str(Path(tmp) / ("%s.journal" % name))
+    w = Workers(Path(tmp))
+    try:
+        t0 = time.monotonic()
+        p = w.start(str(ref), "--trials", str(n), "--workers", str(workers), "--storage", url, "--study", name,
+                    "--out", str(Path(tmp) / name), tag="%s-%s" % (kind, name))
+        rc = p.wait(timeout=3600)
+        wall = time.monotonic() - t0
+    finally:
+        w.close()
+    study = optuna.load_study(study_name=name, storage=storage(url, None))
+    done = [t for t in study.trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    span = (max(t.datetime_complete for t in done) - min(t.datetime_start for t in done)).total_seconds()
+    busy = sum((t.datetime_complete - t.datetime_start).total_seconds() for t in done)
+    return {"storage": kind, "workers": workers, "rc": rc, "finished": len(done), "span_s": span,
+            "per_min": 60.0 * len(done) / span, "trial_s": busy / len(done), "wall_s": wall,
+            "load": os.getloadavg()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trials", type=int, default=20, help="trials of each crash study")
+    ap.add_argument("--rate-trials", type=int, default=24, help="trials of each rate study")
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds of the shortened reference")
+    ap.add_argument("--only", choices=("crash", "rate"))
+    ap.add_argument("--out", default=str(Path(__file__).parent / "storage.json"))
+    a = ap.parse_args()
+    res = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
+    res["machine"] = {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="linkteam-storage-") as tmp:
+        ref = scenario(tmp, a.duration)
+        if a.only in (None, "crash"):
+            res["crash"] = {"n": a.trials, "postgresql": crash_pg(tmp, a.trials, ref),
+                            "journal": crash_journal(tmp, a.trials, ref)}
+            print(json.dumps(res["crash"], indent=1))
+        if a.only in (None, "rate"):
+            res["rate"] = []
+            for k in (1, 2, 4):
+                res["rate"].append(rate(tmp, "journal", k, a.rate_trials, ref))
+                print(res["rate"][-1], flush=True)
+                with Cluster() as pg:
+                    res["rate"].append(rate(tmp, "postgresql", k, a.rate_trials, ref, pg))
+                print(res["rate"][-1], flush=True)
+    res["command"] = " ".join(["experiments/tuning/storage.py"] + sys.argv[1:])
+    Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()
