@@ -260,9 +260,10 @@ def open_study(url, out, name, heartbeat=HEARTBEAT_S, create=True):
 
 
 # ---- workers: beats, crashed workers' trials, the study's size ----------------------------
-def worker_id(i=0):
+def worker_id():
+    """host:pid of this worker process (a journal's reaper checks the pid on its own host)."""
     import socket
-    return "%s:%d" % (socket.gethostname(), os.getpid()) + (".%d" % i if i else "")
+    return "%s:%d" % (socket.gethostname(), os.getpid())
 
 
 class Beat:
@@ -389,8 +390,9 @@ class _Nothing:
         return False
 
 
-def _spawned(spec, wid):
+def _spawned(spec):
     """A worker process of `--workers k`: a lost database ends it with the reason (exit 4)."""
+    wid = worker_id()
     try:
         run_worker(spec, wid)
     except StorageLost as e:
@@ -410,7 +412,7 @@ def optimise(spec, workers):
         return time.perf_counter() - t0
     close_storages()   # the workers hold the connections, not this process while it waits for them
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_spawned, args=(spec, worker_id(i + 1))) for i in range(workers)]
+    procs = [ctx.Process(target=_spawned, args=(spec,)) for _ in range(workers)]
     try:
         for p in procs:
             p.start()
@@ -551,7 +553,7 @@ def _main(a):
         "Use: extends = [\"the-scenario.toml\", \"gains.toml\"]; [tuned] names the arm they were tuned on",
         "(linkteam run refuses them on another arm unless --gains-anyway)."], tuned))
     print("best trial #%d objective %.4f -> %s" % (best.number, best.value, gains))
-    made, importance = plots(study, out)
+    made, importance = plots(study, out) if a.plots else ([], {})
     trained = {Path(c["path"]).resolve() for c in training}
     rows = list(training) + [case(p) for p in a.validate if Path(p).resolve() not in trained]
     for kg in a.payloads or []:

@@ -40,7 +40,7 @@ class Workers:
 
     def start(self, *args, tag):
         out = open(self.tmp / ("%s.log" % tag), "w")
-        p = subprocess.Popen([LINKTEAM, "tune", *args], stdout=out, stderr=subprocess.STDOUT, cwd=self.tmp)
+        p = subprocess.Popen([LINKTEAM, "tune", "--no-plots", *args], stdout=out, stderr=subprocess.STDOUT, cwd=self.tmp)
         p.tag, p.logfile = tag, out
         self.procs.append(p)
         return p
