@@ -182,9 +182,8 @@ class Retry:
 
     def __call__(self, study, trial, reason=None):
         from optuna.storages import RetryHeartbeatStaleTrialCallback
-        attrs = dict(trial.user_attrs, retry_reason="trial #%d failed: %s" % (trial.number, reason or self.reason(trial)))
-        attrs["lost_worker"] = attrs.pop("worker", "?")   # the retry is its taker's, not the lost worker's
-        trial.user_attrs = attrs
+        trial.user_attrs = {"retry_reason": "trial #%d failed: %s" % (trial.number, reason or self.reason(trial)),
+                            "lost_worker": trial.user_attrs.get("worker", "?")}   # not the lost trial's figures
         RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)(study, trial)
 
 
