@@ -137,6 +137,9 @@ def cmd_tune(a):
     except tune.StorageLost as e:
         sys.stderr.write("linkteam tune: %s\n" % e)
         return 4
+    except KeyboardInterrupt as e:
+        sys.stderr.write("linkteam tune: stopped (%s); a trial in progress is queued again\n" % (str(e) or "interrupted"))
+        return 130
 
 
 def _kg_list(text):

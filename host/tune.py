@@ -118,10 +118,22 @@ class Objective:
             if before >= self.target and not retry:   # the storage numbers trials atomically: the first `target` stand
                 trial.set_user_attr("surplus", "the study held %d trials when this one began" % before)
                 raise Surplus()
-        params = {k: trial.suggest_float(k, lo, hi, log=log) for k, (lo, hi, log) in self.space.items()}
+        try:
+            params = {k: trial.suggest_float(k, lo, hi, log=log) for k, (lo, hi, log) in self.space.items()}
+            return self._runs(trial, params)
+        except KeyboardInterrupt as e:   # Ctrl-C or SIGTERM: this worker stops, its trial runs again elsewhere
+            Retry()(trial.study, trial.study._storage.get_trial(trial._trial_id),
+                    "worker %s stopped (%s)" % (self.worker, str(e) or "interrupted"))
+            raise
+
+    def _runs(self, trial, params):
+        import optuna
         scores = []
         for step, c in enumerate(self.cases):
+            check_stop()
             r = run_case(c, params)
+            if r["reason"].startswith("interrupted ("):   # host/logs.py RunDir: "interrupted (SIGTERM)"
+                raise KeyboardInterrupt(r["reason"][len("interrupted ("):-1])
             trial.set_user_attr("e_rms %s" % c["label"], r["e_rms"])
             scores.append(score(r, self.baselines[c.get("base", c["label"])]))
             value = self.aggregate(scores)
@@ -355,6 +367,7 @@ def run_worker(spec, wid):
     or be found orphaned (then retries them), so a crash costs one retried trial."""
     from optuna.trial import TrialState
     url, out, hb = spec["storage"], spec["out"], spec["heartbeat"]
+    stop_on_sigterm()
     try:
         study = open_study(url, out, spec["study"], hb, create=False)
         objective = Objective(spec["cases"], spec["baselines"], spec["space"], spec["objective"], wid, spec["target"])
@@ -363,6 +376,7 @@ def run_worker(spec, wid):
         beat = Beat(journal_path(url, out), wid, hb) if not _is_rdb(url) else None
         with beat or _Nothing():
             while True:
+                check_stop()
                 for n, why in reap(study, url, out, hb):
                     print("trial #%d failed (%s); queued again" % (n, why), flush=True)
                 c = counts(study)
@@ -381,6 +395,30 @@ def run_worker(spec, wid):
         raise _lost(url, e) from e
 
 
+_STOP = []   # the signal that asked this worker to stop
+
+
+def _sigterm(signum, frame):
+    _STOP.append("SIGTERM")   # acted on between storage operations (check_stop), never inside one
+
+
+def _raise_sigterm(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def check_stop():
+    if _STOP:
+        raise KeyboardInterrupt(_STOP[0])
+
+
+def stop_on_sigterm():
+    """SIGTERM stops a worker: a run in progress ends through host/logs.py's own handler,
+    otherwise at the next run or trial (not inside a storage write, whose file lock an
+    exception could leave behind); the trial it was in is queued again."""
+    import signal
+    signal.signal(signal.SIGTERM, _sigterm)
+
+
 class _Nothing:
     def __enter__(self):
         return self
@@ -397,6 +435,8 @@ def _spawned(spec):
     except StorageLost as e:
         sys.stderr.write("linkteam tune: worker %s: %s\n" % (wid, e))
         sys.exit(4)
+    except KeyboardInterrupt:
+        sys.exit(130)
     finally:
         close_storages()
 
@@ -410,6 +450,8 @@ def optimise(spec, workers):
         run_worker(spec, worker_id())
         return time.perf_counter() - t0
     close_storages()   # the workers hold the connections, not this process while it waits for them
+    import signal
+    signal.signal(signal.SIGTERM, _raise_sigterm)   # only joins below: stop at once, end the workers
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_spawned, args=(spec,)) for _ in range(workers)]
     try:
@@ -420,7 +462,11 @@ def optimise(spec, workers):
     finally:   # SIGTERM/KeyboardInterrupt of this process: no worker outlives it
         for p in procs:
             if p.is_alive():
-                p.terminate()
+                p.terminate()   # SIGTERM: it queues its trial again and ends ...
+        for p in procs:
+            p.join(30)
+            if p.is_alive():    # ... or is killed
+                p.kill()
                 p.join()
     lost = [p.exitcode for p in procs if p.exitcode == 4]
     if lost:

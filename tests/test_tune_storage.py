@@ -162,29 +162,38 @@ def _tables(pg):
     return pg.sql("SELECT count(*) FROM pg_tables WHERE tablename = 'trial_user_attributes'")[0][0] > 0
 
 
+def _journal(path):
+    from host.tune import storage
+    return storage(str(path), None)
+
+
+def _journal_running(journal, study="crash"):
+    """The RUNNING trials of a worker in a journal study."""
+    def running_of(worker):
+        if not journal.exists():
+            return []
+        try:
+            s = optuna.load_study(study_name=study, storage=_journal(journal))
+        except KeyError:
+            return []
+        return [t.number for t in s.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                if t.user_attrs.get("worker") == worker]
+    return running_of
+
+
 def test_journal_killed_worker_then_resume(tmp_path, workers):
     ref = _short(tmp_path, 2.0)
     journal = tmp_path / "study.journal"
     args = ["--storage", str(journal), "--study", "crash", "--heartbeat", str(BEAT), "--out", str(tmp_path / "o")]
 
-    def running_of(worker):
-        if not journal.exists():
-            return []
-        from host.tune import storage
-        try:
-            s = optuna.load_study(study_name="crash", storage=storage(str(journal), None))
-        except KeyError:
-            return []
-        return [t.number for t in s.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-                if t.user_attrs.get("worker") == worker]
+    running_of = _journal_running(journal)
 
     # two workers, one killed: the other finds its trial (its process is gone) and retries it
     b = workers.start(str(ref), "--trials", str(N), *args, tag="b")
     a, killed = kill_mid_trial(b, lambda: workers.start(str(ref), "--trials", str(N), *args, tag="a"), running_of,
                                lock=tmp_path / "study.journal.lock")
     assert a.wait(timeout=300) == 0, workers.log(a)
-    from host.tune import storage
-    study = optuna.load_study(study_name="crash", storage=storage(str(journal), None))
+    study = optuna.load_study(study_name="crash", storage=_journal(journal))
     check_crash_cost_one_retry(study, killed, _worker_of(b))
 
     # the only worker killed; --resume (no scenarios: the study's own) fails its trial with the reason, retries it
@@ -195,9 +204,30 @@ def test_journal_killed_worker_then_resume(tmp_path, workers):
     d = workers.start("--resume", *args, tag="d")
     assert d.wait(timeout=300) == 0, workers.log(d)
     assert "trial #%d failed (worker %s is not running); queued again" % (killed2, _worker_of(c)) in workers.log(d)
-    study = optuna.load_study(study_name="crash", storage=storage(str(journal), None))
+    study = optuna.load_study(study_name="crash", storage=_journal(journal))
     check_crash_cost_one_retry(study, killed2, _worker_of(c), N + 3)
     assert study.trials[killed].state == TrialState.FAIL                # the first crash: still one FAIL
+
+
+def test_sigterm_stops_a_worker_and_queues_its_trial_again(tmp_path, workers):
+    ref = _short(tmp_path, 2.0)
+    journal = tmp_path / "study.journal"
+    running_of = _journal_running(journal)
+    w = workers.start(str(ref), "--trials", str(N), "--storage", str(journal), "--study", "crash",
+                      "--out", str(tmp_path / "o"), tag="w")
+    n = freeze_in_trial(w, running_of, lock=tmp_path / "study.journal.lock")
+    w.send_signal(signal.SIGTERM)   # delivered when it goes on
+    w.send_signal(signal.SIGCONT)
+    rc = w.wait(timeout=300)
+    assert rc == 130, (rc, workers.log(w))
+    assert "linkteam tune: stopped (" in workers.log(w)
+    study = optuna.load_study(study_name="crash", storage=_journal(journal))
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+    if study.trials[n].state == TrialState.FAIL:   # else it was already telling its result: finished
+        (retry,) = [t for t in study.trials if t.system_attrs.get("failed_trial") == n]
+        assert retry.state == TrialState.WAITING and "stopped (" in retry.user_attrs["retry_reason"]
+    else:
+        assert study.trials[n].state in (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 @needs("postgresql")
