@@ -617,5 +617,5 @@ def _main(a):
     path = report(out, study, meta, results, made, importance, thesis, best)
     print("report:", path)
     if a.ship:
-        print("shipped:", ship(gains, a.ship, tuned["arm"], training))
+        print("shipped:", ship(gains, a.ship, tuned["arm"], training + [case(p) for p in a.validate]))
     return 0

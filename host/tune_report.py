@@ -144,11 +144,11 @@ def report(out, study, meta, results, made, importance, thesis, best):
     return path
 
 
-def ship(gains, dest, arm, training):
+def ship(gains, dest, arm, cases):
     """scenarios/tuned/: the overlay, and a scenario extending it and then its base for each
-    training scenario and each thesis row that RMDAC drives (not the centralised baselines)
-    on the arm the gains were tuned on (`arm`, host/tune_gains.py); rows of other arms are
-    left out (linkteam run would refuse them)."""
+    training or validation scenario (`cases`) and each thesis row that RMDAC drives (not the
+    centralised baselines) on the arm the gains were tuned on (`arm`, host/tune_gains.py);
+    rows of other arms are left out (linkteam run would refuse them)."""
     from host import experiments
     from host.scenario import load
     from host.tune_gains import arm_fingerprint
@@ -157,7 +157,8 @@ def ship(gains, dest, arm, training):
     (dest / "gains.toml").write_text(Path(gains).read_text())
     rows = [("%s (%s)" % (name, where), experiments.SCEN / fname, fname, name)
             for name, fname, _e_t, _p_t, _q_t, where in experiments.ROWS]
-    rows += [("%s (training)" % c["label"], Path(c["path"]), Path(c["path"]).name, c["label"]) for c in training
+    rows += [("%s (%s)" % (c["label"], "training" if c.get("seen") else "held out"), Path(c["path"]),
+              Path(c["path"]).name, c["label"]) for c in cases
              if Path(c["path"]).resolve() not in {r[1].resolve() for r in rows}]
     for title, path, fname, name in rows:
         sc = load(path)
