@@ -184,6 +184,7 @@ def write_md(res, path):
               (res["rate"][0]["finished"], res["rate_command"], load(res["rate_load_at_start"])), "",
               "| workers | journal: trials/min | journal: s/trial | PostgreSQL: trials/min | PostgreSQL: s/trial | load at end |",
               "|---|---|---|---|---|---|"]
+        L += [res["rate_note"], ""] if res.get("rate_note") else []
         by = {(r["storage"], r["workers"]): r for r in res["rate"]}
         for k in sorted({r["workers"] for r in res["rate"]}):
             j, p = by.get(("journal", k)), by.get(("postgresql", k))
