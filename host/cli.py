@@ -171,7 +171,8 @@ def _add_tune_command(sub):
     t.add_argument("--objective", choices=("mean", "worst"), default="mean")
     t.add_argument("--robust", action="store_true", help="also train on the first scenario with payload 0, payload x2 and half the control rate")
     t.add_argument("--no-plots", dest="plots", action="store_false", help="no Optuna plots in the report")
-    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every thesis row")
+    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every training, --validate and "
+                   "thesis scenario on the arm the gains were tuned on")
     t.set_defaults(fn=cmd_tune)
 
 
