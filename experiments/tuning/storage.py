@@ -175,18 +175,21 @@ def write_md(res, path):
                   "Failed trials: B's and A's, each retried once."
                   % (", ".join("#%d" % n for n in cr["journal"]["orphans_before_resume"]), cr["journal"]["running"])]
         L.append("")
-    if "rate" in res:
-        L += ["## Trials per minute", "",
+    for key, title in (("rate", "Trials per minute"), ("rate_loaded", "Trials per minute, the machine fully loaded")):
+        if key not in res:
+            continue
+        rows, pre = res[key], key.replace("rate", "", 1)
+        L += ["## " + title, "",
               "One `linkteam tune --workers k --trials %d` on a fresh study; rate = finished trials / (last trial's "
               "end - first trial's start), so start-up, baselines and the report are not counted; trial = mean "
               "seconds from a trial's start to its end. `%s`, load average (1, 5, 15 min) %s at its start and "
               "as in the last column at the end of each PostgreSQL study." %
-              (res["rate"][0]["finished"], res["rate_command"], load(res["rate_load_at_start"])), "",
-              "| workers | journal: trials/min | journal: s/trial | PostgreSQL: trials/min | PostgreSQL: s/trial | load at end |",
+              (rows[0]["finished"], res["rate_command" + pre], load(res["rate_load_at_start" + pre])), ""]
+        L += [res["rate_note" + pre], ""] if res.get("rate_note" + pre) else []
+        L += ["| workers | journal: trials/min | journal: s/trial | PostgreSQL: trials/min | PostgreSQL: s/trial | load at end |",
               "|---|---|---|---|---|---|"]
-        L += [res["rate_note"], ""] if res.get("rate_note") else []
-        by = {(r["storage"], r["workers"]): r for r in res["rate"]}
-        for k in sorted({r["workers"] for r in res["rate"]}):
+        by = {(r["storage"], r["workers"]): r for r in rows}
+        for k in sorted({r["workers"] for r in rows}):
             j, p = by.get(("journal", k)), by.get(("postgresql", k))
             L.append("| %d | %.1f | %.2f | %.1f | %.2f | %s |" % (
                 k, j["per_min"], j["trial_s"], p["per_min"], p["trial_s"], load(p["load"])))
