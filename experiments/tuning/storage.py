@@ -171,7 +171,8 @@ def write_md(res, path):
         for kind in ("postgresql", "journal"):
             L += ["    %s: %s" % (kind, line) for line in cr[kind]["log_line"]]
         if cr["journal"].get("orphans_before_resume"):
-            L += ["", "Journal: RUNNING before `--resume` (worker A's trial, A killed): %s; after it: %d. "
+            L += ["", "Journal: RUNNING before `--resume` (both workers killed; a trial A had not yet found "
+                  "orphaned included): %s; after it: %d. "
                   "Failed trials: B's and A's, each retried once."
                   % (", ".join("#%d" % n for n in cr["journal"]["orphans_before_resume"]), cr["journal"]["running"])]
         L.append("")
