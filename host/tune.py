@@ -391,8 +391,21 @@ def run_worker(spec, wid):
                     waited += hb
                 else:
                     break
-    except _db_errors() as e:
-        raise _lost(url, e) from e
+    except Exception as e:
+        db = _db_cause(e)
+        if db is None:
+            raise
+        raise _lost(url, db) from e
+
+
+def _db_cause(e):
+    """The database error in an exception's chain (Optuna can turn a lost connection met
+    while it finishes a trial into another error), else None."""
+    for _ in range(10):
+        if e is None or isinstance(e, _db_errors()):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
 
 
 _STOP = []   # the signal that asked this worker to stop
