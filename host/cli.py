@@ -57,6 +57,9 @@ def cmd_run(a):
             raise UsageError("--mode hil needs --ports (the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | "
                              "can:INTERFACE:CHANNEL)")
         parse_ports(a.ports)
+    if sc.gains_from and not sc.gains_from["same_arm"] and not a.gains_anyway:
+        from host.tune_gains import describe
+        raise UsageError("%s: refusing (--gains-anyway runs it regardless)" % describe(sc.gains_from))
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,
@@ -179,6 +182,12 @@ def cmd_tune(a):
     except ValueError as e:
         sys.stderr.write("linkteam tune: %s\n" % e)
         return 2
+    except tune.StorageLost as e:
+        sys.stderr.write("linkteam tune: %s\n" % e)
+        return 4
+    except KeyboardInterrupt as e:
+        sys.stderr.write("linkteam tune: stopped (%s); a trial in progress is queued again\n" % (str(e) or "interrupted"))
+        return 130
 
 
 def _kg_list(text):
@@ -188,8 +197,15 @@ def _kg_list(text):
 def _add_tune_command(sub):
     t = sub.add_parser("tune", help="tune RMDAC gains with an Optuna study that several workers share; "
                        "report thesis vs tuned gains on training and held-out scenarios")
-    t.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="training scenarios")
-    t.add_argument("--trials", type=int, required=True, help="trials this invocation adds to the study")
+    t.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="training scenarios (--resume: the study's own)")
+    t.add_argument("--trials", type=int, help="the study's size: its workers run trials until it holds this many "
+                   "finished (complete or pruned) trials, however many invocations join it")
+    t.add_argument("--resume", action="store_true", help="continue an existing study (--storage, --study) with its "
+                   "recorded scenarios and options: fail the trials of workers that are gone, retry them, "
+                   "run on to its size")
+    from host.tune import GRACE_BEATS, HEARTBEAT_S
+    t.add_argument("--heartbeat", type=int, default=HEARTBEAT_S, metavar="S", help="worker heartbeat (s); a trial "
+                   "whose worker misses %d beats is failed and retried (default %d)" % (GRACE_BEATS, HEARTBEAT_S))
     t.add_argument("--timeout", type=float, help="seconds after which no worker starts another trial")
     t.add_argument("--workers", type=int, default=1, help="worker processes (each joins the study)")
     t.add_argument("--out", help="output directory: study journal, gains.toml, report.md, plots (default tune/)")
@@ -202,7 +218,9 @@ def _add_tune_command(sub):
                    "scenario with these payload masses")
     t.add_argument("--objective", choices=("mean", "worst"), default="mean")
     t.add_argument("--robust", action="store_true", help="also train on the first scenario with payload 0, payload x2 and half the control rate")
-    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every thesis row")
+    t.add_argument("--no-plots", dest="plots", action="store_false", help="no Optuna plots in the report")
+    t.add_argument("--ship", metavar="DIR", help="copy gains.toml to DIR and write DIR/<row>.toml for every training, --validate and "
+                   "thesis scenario on the arm the gains were tuned on")
     t.set_defaults(fn=cmd_tune)
 
 
@@ -435,6 +453,8 @@ def main(argv=None):
                     "Foxglove WebSocket protocol (Foxglove, Lichtblick, PlotJuggler) on the same port")
     r.add_argument("--live-wait", type=float, default=0.0, metavar="S",
                    help="with --live: hold the first tick until a client subscribes, at most S seconds")
+    r.add_argument("--gains-anyway", action="store_true", help="run with tuned gains even when they were tuned "
+                   "on another arm (run.log and summary.json gains_from say so)")
     r.set_defaults(fn=cmd_run)
     y = sub.add_parser("replay", help="play a recorded run (its run.mcap) into the live server and page")
     y.add_argument("rundir", help="run directory holding run.mcap")

@@ -35,6 +35,9 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
                             "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
     with logs.RunDir(out_dir or Path("runs") / sc.name, header, previous, live, telemetry) as rd:
+        if sc.gains_from:   # tuned gains and the arm they were tuned on
+            from host.tune_gains import describe
+            rd.log(describe(sc.gains_from))
         summary = _run(sc, rd, mode, quiet, make_plots, dict(opts, live_wait=live_wait))
     if rd.aside is not None:
         summary["previous_run"] = str(rd.aside)
@@ -81,6 +84,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     summary = {"scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
                "controller": sc.controller["kind"], "control_rate_hz": sc.control_rate_hz, "sim_seconds": float(arr["t"][-1]) if arr else 0.0}
     summary.update(stats.summary())
+    if sc.gains_from:
+        summary["gains_from"] = sc.gains_from
     summary["realtime_factor"] = summary["sim_seconds"] / max(stats.wall_seconds, 1e-9)
     summary.update(metrics.summarise(arr, q_c))
     summary["collisions"] = int(loop.plant.collisions)

@@ -53,6 +53,7 @@ class Scenario:
             self._neighbours(i, cfg)
         self._injections()
         self.controller = raw["controller"]
+        self.gains_from = None   # from_dict: a tuned overlay's arm against this one (host/tune_gains.py)
 
     def _links(self, rob):
         links = [dict(rob["link"]) for _ in range(self.n)]
@@ -252,6 +253,8 @@ def from_dict(data, path="<dict>", sources=None):
     chk = _Checker(sources or [(str(path), "")])
     sc = Scenario(chk.table(data, SCHEMA, ""), path)
     _check_semantics(sc, chk)
+    from host.tune_gains import gains_from
+    sc.gains_from = gains_from(sc, sources)
     return sc
 
 

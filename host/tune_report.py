@@ -1,5 +1,6 @@
 """`linkteam tune`'s output: the best gains as a TOML overlay, Optuna's plots, the report
 (training and validation rows, thesis gains beside tuned) and the shipped scenarios."""
+import json
 import os
 import time
 import warnings
@@ -12,12 +13,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fmt_value(v):
-    return repr(float(v))
+    if isinstance(v, str):
+        return json.dumps(v)   # a TOML basic string
+    return repr(v) if isinstance(v, int) else repr(float(v))
 
 
-def gains_toml(params, header):
-    """The best gains as an overlay a scenario can `extends` (after its own base)."""
+def gains_toml(params, header, tuned=None):
+    """The best gains as an overlay a scenario can `extends` (after its own base), with the
+    `[tuned]` table (host/tune_gains.py) naming the arm and study."""
     tree = overlay(params)
+    if tuned:
+        tree["tuned"] = dict(tuned)
     lines = ["# " + h for h in header] + [""]
 
     def emit(node, prefix):
@@ -138,20 +144,27 @@ def report(out, study, meta, results, made, importance, thesis, best):
     return path
 
 
-def ship(gains, dest):
-    """scenarios/tuned/: the overlay, and one scenario per thesis row that RMDAC drives (not
-    the centralised baselines) that extends the row and then the overlay."""
+def ship(gains, dest, arm, cases):
+    """scenarios/tuned/: the overlay, and a scenario extending it and then its base for each
+    training or validation scenario (`cases`) and each thesis row that RMDAC drives (not the
+    centralised baselines) on the arm the gains were tuned on (`arm`, host/tune_gains.py);
+    rows of other arms are left out (linkteam run would refuse them)."""
     from host import experiments
+    from host.scenario import load
+    from host.tune_gains import arm_fingerprint
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "gains.toml").write_text(Path(gains).read_text())
-    rel = os.path.relpath(experiments.SCEN, dest)
-    for name, fname, _e_t, _p_t, _q_t, where in experiments.ROWS:
-        if read_toml(experiments.SCEN / fname)[0].get("controller", {}).get("kind", "multiagent") != "multiagent":
+    rows = [("%s (%s)" % (name, where), experiments.SCEN / fname, fname, name)
+            for name, fname, _e_t, _p_t, _q_t, where in experiments.ROWS]
+    rows += [("%s (%s)" % (c["label"], "training" if c.get("seen") else "held out"), Path(c["path"]),
+              Path(c["path"]).name, c["label"]) for c in cases
+             if Path(c["path"]).resolve() not in {r[1].resolve() for r in rows}]
+    for title, path, fname, name in rows:
+        sc = load(path)
+        if sc.controller["kind"] != "multiagent" or arm_fingerprint(sc.links) != arm:
             continue
         (dest / fname).write_text(
-            "# %s (%s) with the tuned gains of gains.toml (linkteam tune; docs in host/tune.py).\n"
-            'extends = ["%s/%s", "gains.toml"]\nname = "tuned-%s"\n' % (name, where, rel, fname, name))
+            "# %s with the tuned gains of gains.toml (linkteam tune; docs/tuning.md).\n"
+            'extends = ["%s", "gains.toml"]\nname = "tuned-%s"\n' % (title, os.path.relpath(path, dest), name))
     return dest
-
-

