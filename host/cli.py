@@ -57,9 +57,11 @@ def cmd_run(a):
             raise UsageError("--mode hil needs --ports (the host's end of the bus: udp:BASE | serial:PATH[@BAUD] | "
                              "can:INTERFACE:CHANNEL)")
         parse_ports(a.ports)
-    if sc.gains_from and not sc.gains_from["same_arm"] and not a.gains_anyway:
+    g = sc.gains_from
+    if g and not (g["same_arm"] or g["other_arm"] or a.gains_anyway):
         from host.tune_gains import describe
-        raise UsageError("%s: refusing (--gains-anyway runs it regardless)" % describe(sc.gains_from))
+        raise UsageError("%s: refusing (--gains-anyway runs it regardless; a scenario that means it "
+                         "says why in [tuned] other_arm)" % describe(g))
     opts = {}
     if a.mode == "processes":
         opts = {"bus": a.bus, "baud": a.baud, "lockstep": a.lockstep, "wire": a.wire, "joint_io": a.joint_io,

@@ -122,7 +122,10 @@ SCHEMA = {
                    "model_payload": F("bool", True)},
     # where a gains overlay came from: `linkteam tune` writes it (host/tune_gains.py)
     "tuned": {"arm": F("str", None), "arm_name": F("str", None), "arm_summary": F("str", None),
-              "study": F("str", None), "trial": F("int", None, 0)},
+              "study": F("str", None), "trial": F("int", None, 0),
+              # a scenario that applies them to another arm on purpose says why here:
+              # linkteam run then runs it without --gains-anyway (run.log and summary say so)
+              "other_arm": F("str", None)},
 }
 
 

@@ -38,11 +38,16 @@ def tuned_table(sc, study, trial):
             "study": study, "trial": trial}
 
 
-def _source_of_table(sources, table):
-    """The file (of a scenario's extends chain) that writes [table]."""
+def _source_of_table(sources, table, key):
+    """The file (of a scenario's extends chain) that writes `key` in [table]."""
     for path, text in sources or ():
-        if any(line.strip().startswith("[%s]" % table) for line in text.splitlines()):
-            return path
+        inside = False
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                inside = line.startswith("[%s]" % table)
+            elif inside and line.split("=")[0].strip() == key:
+                return path
     return None
 
 
@@ -52,9 +57,10 @@ def gains_from(sc, sources):
     if not t.get("arm"):
         return None
     here = arm_fingerprint(sc.links)
-    return {"file": _source_of_table(sources, "tuned"), "study": t.get("study"), "trial": t.get("trial"),
+    return {"file": _source_of_table(sources, "tuned", "arm"), "study": t.get("study"), "trial": t.get("trial"),
             "tuned_arm": t["arm"], "tuned_arm_name": t.get("arm_name"), "tuned_arm_summary": t.get("arm_summary"),
-            "arm": here, "arm_summary": arm_summary(sc.links), "same_arm": here == t["arm"]}
+            "arm": here, "arm_summary": arm_summary(sc.links), "same_arm": here == t["arm"],
+            "other_arm": t.get("other_arm")}
 
 
 def describe(g):
@@ -62,5 +68,6 @@ def describe(g):
     where = "gains from %s (study %s, trial %s)" % (g["file"], g["study"], g["trial"])
     if g["same_arm"]:
         return "%s, tuned on this arm (%s)" % (where, g["arm"])
-    return ("%s were tuned on another arm: %s %s (%s); this arm is %s (%s)"
+    line = ("%s were tuned on another arm: %s %s (%s); this arm is %s (%s)"
             % (where, g["tuned_arm_name"], g["tuned_arm"], g["tuned_arm_summary"], g["arm"], g["arm_summary"]))
+    return line + ("; on purpose: %s" % g["other_arm"] if g["other_arm"] else "")

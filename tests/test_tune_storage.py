@@ -281,3 +281,12 @@ def test_tuned_gains_know_their_arm(tmp_path, capsys):
                    % (ROOT / "scenarios" / "reference.toml", ROOT / "scenarios" / "tuned" / "gains.toml"))
     assert main(["run", str(own), "--out", str(tmp_path / "o"), "--quiet", "--no-plots"]) == 0
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["gains_from"]["same_arm"] is True
+    # another arm on purpose: the scenario says why in [tuned] other_arm, and runs
+    meant = tmp_path / "meant.toml"
+    meant.write_text('extends = ["%s"]\n[tuned]\nother_arm = "a comparison across arms"\n' % s)
+    assert main(["run", str(meant), "--out", str(tmp_path / "m"), "--quiet", "--no-plots"]) == 0
+    g = json.loads((tmp_path / "m" / "summary.json").read_text())["gains_from"]
+    assert (g["same_arm"], g["other_arm"], g["tuned_arm"]) == (False, "a comparison across arms",
+                                                                arm_fingerprint(planar.links))
+    assert g["file"] == str(ROOT / "scenarios" / "tuned" / "gains.toml")
+    assert "on purpose: a comparison across arms" in (tmp_path / "m" / "run.log").read_text()
