@@ -22,6 +22,9 @@ ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp"
 # the byte loops in viper and Thumb assembly: where mpy-cross cannot compile them for the
 # board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops
 OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py")
+# board drivers in viper and Thumb assembly that only their own board imports
+# (firmware/boards): left out where mpy-cross cannot compile them for the board
+BOARD_ONLY = ("firmware/hal/cmsdk_uart.py",)
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 # mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures
@@ -148,8 +151,8 @@ def build(arch, out_dir, lines=False):
             cmd.append(str(src))
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
             if r.returncode != 0:
-                if str(rel.as_posix()) in OPTIONAL:
-                    continue   # the firmware falls back without it
+                if str(rel.as_posix()) in OPTIONAL + BOARD_ONLY:
+                    continue   # the firmware falls back without it, or another board's driver
                 raise FlashError("mpy-cross %s: %s%s" % (rel, r.stderr, "" if arch else
                                  " (the agent's hot path is @micropython.native: the board's port"
                                  " must have a native-code emitter)"))
