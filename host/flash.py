@@ -20,8 +20,10 @@ PACKAGES = ("firmware", "bus_protocol")
 ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
          "xtensa", "xtensawin", "rv32imc", "rv64imc")
 # the byte loops in viper and Thumb assembly: where mpy-cross cannot compile them for the
-# board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops
-OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py")
+# board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops;
+# a board's own HAL in Thumb assembly (the MPS2's CMSDK UART) is needed on that board only
+OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py",
+            "firmware/hal/cmsdk_uart.py")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 # mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures
