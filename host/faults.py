@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from host.errors import UsageError
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,6 +102,14 @@ WALL = ("reference-ft", "link5-dies", "link9-dies")   # also on the wall clock, 
 def main(only=(), modes=None, out="faults", lockstep=True, jobs=2, wall=WALL):
     from concurrent.futures import ThreadPoolExecutor
     scen = [ROOT / "scenarios" / "reference-ft.toml"] + sorted((ROOT / "scenarios" / "faults").glob("*.toml"))
+    # bad names are refused before anything runs (REPORT.md is rewritten from what runs)
+    unknown = sorted(set(only or ()) - {p.stem for p in scen})
+    if unknown:
+        raise UsageError("unknown fault scenario(s) %s; known: %s" % (", ".join(unknown), ", ".join(p.stem for p in scen)))
+    unknown = sorted(set(modes or ()) - {label(*m) for m in MODES})
+    if unknown:
+        raise UsageError("unknown mode(s) %s; known: %s" % (", ".join(map(repr, unknown)),
+                                                           ", ".join(repr(label(*m)) for m in MODES)))
     if only:
         scen = [p for p in scen if p.stem in only or p.stem == "reference-ft"]
     modes = [m for m in MODES if modes is None or label(*m) in modes]

@@ -20,11 +20,10 @@ PACKAGES = ("firmware", "bus_protocol")
 ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
          "xtensa", "xtensawin", "rv32imc", "rv64imc")
 # the byte loops in viper and Thumb assembly: where mpy-cross cannot compile them for the
-# board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops
-OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py")
-# board drivers in viper and Thumb assembly that only their own board imports
-# (firmware/boards): left out where mpy-cross cannot compile them for the board
-BOARD_ONLY = ("firmware/hal/cmsdk_uart.py",)
+# board, the node (firmware/accel) and messages.crc16 fall back to the pure-Python loops;
+# a board's own HAL in Thumb assembly (the MPS2's CMSDK UART) is needed on that board only
+OPTIONAL = ("firmware/accel/thumb.py", "firmware/accel/cobs_native.py", "firmware/accel/crc_native.py",
+            "firmware/hal/cmsdk_uart.py")
 BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmware import main\nmain.run('/config.json')\n"
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 # mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures
@@ -151,7 +150,7 @@ def build(arch, out_dir, lines=False):
             cmd.append(str(src))
             r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(ROOT))
             if r.returncode != 0:
-                if str(rel.as_posix()) in OPTIONAL + BOARD_ONLY:
+                if str(rel.as_posix()) in OPTIONAL:
                     continue   # the firmware falls back without it, or another board's driver
                 raise FlashError("mpy-cross %s: %s%s" % (rel, r.stderr, "" if arch else
                                  " (the agent's hot path is @micropython.native: the board's port"

@@ -34,3 +34,16 @@ def test_mpy_cross_compiles_everything(arch, tmp_path):
         if r.returncode != 0 or not out.exists() or out.stat().st_size == 0:
             bad.append("%s: %s" % (rel, (r.stderr or r.stdout).strip()))
     assert not bad, "\n".join(bad)
+
+
+@needs("mpy-cross")
+@pytest.mark.parametrize("arch", ["x64", "xtensawin"])
+def test_flash_builds_for_a_board_without_thumb(arch, tmp_path):
+    """`linkteam flash` onto a board with no ARM assembly (a vboard is x64): every module
+    the agent imports there is built; only the optional accelerators and other boards' HALs
+    may be left out."""
+    from host.flash import build
+    files = build(arch, tmp_path)
+    assert {"firmware/main.mpy", "firmware/agent.mpy", "firmware/hal/unix.mpy",
+            "bus_protocol/messages.mpy"} <= set(files)
+    assert "firmware/accel/thumb.mpy" not in files

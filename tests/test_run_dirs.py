@@ -35,3 +35,10 @@ def test_a_second_run_moves_the_first_aside_and_force_replaces(tmp_path, capsys)
     assert main(["run", str(p), "--out", str(out), "--no-plots", "--force"]) == 0
     assert sorted(d.name for d in out.parent.iterdir()) == sorted(["r", aside[0].name])
     assert not (out / "mine.txt").exists()
+
+
+def test_a_processes_run_to_a_relative_out_from_another_directory(tmp_path, monkeypatch):
+    """The node processes start in the repo root: their config paths are absolute."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(short(tmp_path)), "--out", "rel", "--mode", "processes", "--no-plots", "--quiet"]) == 0
+    assert json.loads((tmp_path / "rel" / "summary.json").read_text())["status"] == "ok"

@@ -98,7 +98,8 @@ class Cluster:
         self.ready_timeout = ready_timeout
         self.idle_exit_ms = idle_exit_ms
         self._own_dir = workdir is None
-        self.dir = Path(workdir or tempfile.mkdtemp(prefix="linkteam-procs-"))
+        # absolute: the node processes start in the repo root, not in the caller's directory
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="linkteam-procs-")).resolve()
         self.logs = []
         self.ready_lines = []
         self.wire = wire                # uart wires: "pty" pairs or "socket" (AF_UNIX socketpairs)
