@@ -568,11 +568,11 @@ def _main(a):
     cases = list(training)
     if a.robust:   # the variants of the first (nominal) training scenario, first: a trial
         cases = robust_cases(training[0]) + cases   # that diverges there is pruned early
+    study = open_study(a.storage, out, name, hb)   # an unreachable database: said before the baselines run
     baselines = {}
     for c in training:
         baselines[c["label"]] = r = run_case(c, None)
         print("thesis gains: %-24s e_rms %s  phi_rms %s  %s" % (c["label"], _e(r["e_rms"]), _e(r["phi_rms"]), r["status"]))
-    study = open_study(a.storage, out, name, hb)
     try:
         if "args" not in study.user_attrs:
             study.set_user_attr("command", command(a))

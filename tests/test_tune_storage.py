@@ -248,6 +248,20 @@ def test_lost_database_is_an_error_that_says_so(tmp_path, workers):
     assert "linkteam tune: lost the connection to the study database postgresql://linkteam@/linkteam" in text, text
 
 
+
+def test_unreachable_database_is_said_before_the_baselines_run(tmp_path, capsys):
+    pytest.importorskip("psycopg", reason="psycopg is not installed (make setup)")
+    import socket
+    with socket.socket() as s:   # a port nothing listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = "postgresql://tune:secret@127.0.0.1:%d/linkteam" % port
+    assert main(["tune", str(_short(tmp_path, 1.0)), "--trials", "2", "--storage", url, "--out", str(tmp_path / "o")]) == 4
+    out, err = capsys.readouterr()
+    assert "linkteam tune: lost the connection to the study database postgresql://tune:***@127.0.0.1:%d/linkteam" % port in err
+    assert "secret" not in out + err
+    assert "thesis gains" not in out   # no training run before the study is reachable
+
 def test_tuned_gains_know_their_arm(tmp_path, capsys):
     from host.scenario import load
     from host.tune_gains import arm_fingerprint
