@@ -58,6 +58,9 @@ def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_
     assert ev and ev[0]["t"] == d["t"][first]
     assert ev[0]["node"]["braked"] and "sensor_implausible" in ev[0]["node"]["faults"]
     assert {"/nodes", "/bus", "/scene", "/log"} <= set(topics)
+    # the periodic topics at their documented rates: /scene 20 Hz, /bus 10 Hz from t = 0
+    assert len(topics["/scene"]) == round(d["t"][-1] * 20) + 1
+    assert len(topics["/bus"]) == round(d["t"][-1] * 10) + 1
     assert s["telemetry"]["mcap_messages"] == sum(len(v) for v in topics.values())
 
 
