@@ -68,6 +68,7 @@ class Recorder:
         # (glibc keeps freed blocks of this size in the heap, and the process grew ~1 MB/s)
         self._spare = {}
         self._last = time.monotonic()
+        self.t0_ns = None    # wall time (ns) of the first row
 
     def add(self, **row):
         i = self._rows % self.BLOCK
@@ -76,6 +77,7 @@ class Recorder:
             self._grow(row)
             if not self._rows:   # chunks count from the first row, not from a slow start-up
                 self._last = time.monotonic()
+                self.t0_ns = time.time_ns()
         elif len(row) != len(blocks):
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(blocks)))
         for k, v in row.items():
@@ -237,9 +239,12 @@ class RunDir:
     def _to_telemetry(self, rows):
         gp = self.loop.gp
         n_logs, n_events = len(gp.logs), len(gp.events)
+        # the first rows carry the wall time of t = 0: the first tick's, after the start-up
+        # and any wait for a viewer
+        t0_ns = None if self.telemetry.n_rows else self.loop.rec.t0_ns - int(round(float(rows["t"][0]) * 1e9))
         self.telemetry.rows(rows, gp.logs[self._sent[0]:n_logs], gp.events[self._sent[1]:n_events],
                             {"host_good_frames": gp.decoder.good, "host_bad_frames": gp.decoder.bad,
-                             "late_assertions": gp.late_asserts})
+                             "late_assertions": gp.late_asserts}, t0_ns)
         self._sent = (n_logs, n_events)
 
     def close_telemetry(self, hurry=False):

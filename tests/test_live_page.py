@@ -72,14 +72,28 @@ class DevTools:
             self.proc.stderr.close()
 
 
+# joint 1's plot as drawn (a hash of its canvas' pixels as PNG, and whether anything is
+# drawn on it) and link 5's row of the node table, its cells by the table's column names
 READ_DOM = """(() => {
   if (!document.getElementById('simtime')) return null;
   const t = parseFloat(document.getElementById('simtime').textContent);
   const row = document.getElementById('node-5');
   const j1 = document.querySelector('#joint-1 .u-over');
+  const cv = document.querySelector('#joint-1 canvas');
+  let trace = null;
+  if (cv && cv.width) {
+    const png = cv.toDataURL(), blank = document.createElement('canvas');
+    blank.width = cv.width; blank.height = cv.height;
+    let h = 0;
+    for (let i = 0; i < png.length; i++) h = (h * 31 + png.charCodeAt(i)) | 0;
+    trace = {hash: h, drawn: png !== blank.toDataURL()};
+  }
+  const cols = Array.from(document.querySelectorAll('#nodes thead th')).map((th) => th.textContent.trim());
+  const cell = (name) => (row && cols.indexOf(name) >= 0 ? row.cells[cols.indexOf(name)].textContent : null);
   return {t: Number.isFinite(t) ? t : -1,
           joints: parseInt(document.getElementById('joint-count').textContent),
-          plot: !!j1, row: row ? {cls: row.className, text: row.innerText} : null,
+          plot: !!j1, trace: trace,
+          row: row ? {cls: row.className, text: row.innerText, state: cell('state'), faults: cell('faults')} : null,
           conn: document.getElementById('conn').textContent};
 })()"""
 
@@ -123,10 +137,13 @@ def test_live_page_in_chromium_shows_the_traces_and_link5_braked(tmp_path):
     live = [d for d in seen if d["joints"] > 0]
     assert len(live) >= 3 and live[-1]["plot"]
     assert live[-1]["t"] > live[0]["t"] and live[-1]["joints"] > live[0]["joints"]   # the traces advance
+    drawn = [d["trace"] for d in live if d["trace"] and d["trace"]["drawn"]]
+    assert len({tr["hash"] for tr in drawn}) >= 3, "joint 1's plot drawn %d times, %d different" % (
+        len(drawn), len({tr["hash"] for tr in drawn}))   # ... on the plot itself
     braked = [d for d in seen if d["row"] and "braked" in d["row"]["cls"]]
     assert braked, "link 5 never showed as braked; last seen %r" % (seen[-1:],)
     first = braked[0]
-    assert "silent" in first["row"]["text"] and "braked" in first["row"]["text"]
+    assert first["row"]["state"] == "braked" and "silent" in first["row"]["faults"].split(", "), first
     before = [d for d in live if d is not first and d["t"] < CRASH_T]
     assert before and not any(d["row"] and "braked" in d["row"]["cls"] for d in before)
     assert CRASH_T <= first["t"] <= CRASH_T + 1.0, first

@@ -58,6 +58,9 @@ def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_
     assert ev and ev[0]["t"] == d["t"][first]
     assert ev[0]["node"]["braked"] and "sensor_implausible" in ev[0]["node"]["faults"]
     assert {"/nodes", "/bus", "/scene", "/log"} <= set(topics)
+    # the periodic topics at their documented rates: /scene 20 Hz, /bus 10 Hz from t = 0
+    assert len(topics["/scene"]) == round(d["t"][-1] * 20) + 1
+    assert len(topics["/bus"]) == round(d["t"][-1] * 10) + 1
     assert s["telemetry"]["mcap_messages"] == sum(len(v) for v in topics.values())
 
 
@@ -76,6 +79,14 @@ def _live_run(scenario_text, tmp_path, *args):
         p.wait()
         raise AssertionError("no live address: %r %s" % (line, p.stderr.read()[-2000:]))
     return p, int(m.group(1))
+
+
+def _reap(p):
+    """Stop a `_live_run` process still going (the test failed) and close its pipe."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    p.stderr.close()
 
 
 @needs("micropython")
@@ -101,10 +112,7 @@ def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
         c.close()
         assert p.wait(60) == 0, p.stderr.read()[-2000:]
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        p.stderr.close()
+        _reap(p)
     d = np.load(tmp_path / "run" / "timeseries.npz")
     assert len(got) >= 0.95 * len(d["t"]), (len(got), len(d["t"]))
     rows = {j["t"]: j for j in got}
@@ -114,6 +122,28 @@ def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
     assert np.array_equal(np.array([rows[d["t"][i]]["u"] for i in idx]), d["u"][idx])
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["telemetry"]["live"]["clients"] == 1
+
+
+def test_message_times_start_at_the_first_tick_not_before_the_wait_for_a_viewer(tmp_path):
+    """--live-wait holds the first tick until a client subscribes: every message's time (the
+    wall time of t = 0, plus t) comes after the subscription, in run.mcap as live."""
+    from mcap.reader import make_reader
+    text = 'extends = "%s"\nname = "live"\n[simulation]\nduration = 0.5\n' % (REPO / "scenarios" / "reference.toml")
+    p, port = _live_run(text, tmp_path)
+    try:
+        time.sleep(0.5)   # the run waits for a viewer meanwhile
+        subscribed_ns = time.time_ns()
+        c = Client("ws://127.0.0.1:%d" % port)
+        c.subscribe("/joints")
+        first = c.recv(60.0)
+        c.close()
+        assert p.wait(60) == 0, p.stderr.read()[-2000:]
+    finally:
+        _reap(p)
+    assert first is not None and first[1] >= subscribed_ns
+    with open(tmp_path / "run" / MCAP_NAME, "rb") as f:
+        times = [m.log_time for _, _, m in make_reader(f).iter_messages()]
+    assert times and min(times) >= subscribed_ns
 
 
 def test_server_a_client_that_never_reads_costs_dropped_messages_not_memory():
@@ -142,6 +172,8 @@ def test_server_a_client_that_never_reads_costs_dropped_messages_not_memory():
         client = next(iter(srv.clients))
         assert len(client.queue) <= 64 and len(srv.inbox) <= srv.inbox_max
         assert st["dropped"] > n // 2 and st["published"] == n
+        # every message accounted for: what the stalled client still holds at the end is dropped
+        assert st["sent"] + st["dropped"] == n, st
         assert publish_s < n * 1e-3 + 1.2   # never waited for the client (a blocked send would hang)
     finally:
         s.close()

@@ -97,15 +97,16 @@ class Telemetry:
                 return json.loads(line)
         return None
 
-    def rows(self, rows, logs=(), events=(), bus=None):
+    def rows(self, rows, logs=(), events=(), bus=None, t0_ns=None):
         """Rows of the record (a dict of arrays) and the goal process's news since the last
         call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
-        process reads and removes."""
+        process reads and removes. t0_ns: the wall time of t = 0, once known (else meta's)."""
         path = self.dir / ("%06d.pkl" % self.n_rows)
         self.n_rows += 1
         with open(path, "wb") as f:
             pickle.dump(rows, f, protocol=5)
-        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {}})
+        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {},
+                    "t0_ns": t0_ns})
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""

@@ -50,6 +50,11 @@ class _Client:
         self.wake = asyncio.Event()
         self.dropped = 0
         self.sent = 0
+        self.inflight = 0   # 1 while a message is being sent
+
+    def unsent(self):
+        """Messages taken for this client and not (yet) gone out."""
+        return len(self.queue) + self.inflight
 
 
 class Server:
@@ -90,11 +95,15 @@ class Server:
         self.inbox.append((self.channel_of[topic], ns, payload))
 
     def stats(self):
+        """Counts at the end (after `flush`): what a client still holds then is never sent,
+        so it counts as dropped (published = sent + dropped, per subscribed client)."""
+        clients = list(self.clients)
+        dropped_clients = self.dropped_clients + sum(c.dropped + c.unsent() for c in clients)
         return {"address": "%s:%d" % (self.host, self.port), "published": self.published,
-                "dropped": self.dropped_inbox + self.dropped_clients + sum(c.dropped for c in self.clients),
+                "dropped": self.dropped_inbox + dropped_clients,
                 "dropped_inbox": self.dropped_inbox,
-                "dropped_clients": self.dropped_clients + sum(c.dropped for c in self.clients),
-                "sent": self.sent + sum(c.sent for c in self.clients), "clients": self.clients_seen}
+                "dropped_clients": dropped_clients,
+                "sent": self.sent + sum(c.sent for c in clients), "clients": self.clients_seen}
 
     def start(self, timeout=10.0):
         self._thread = threading.Thread(target=self._run, name="foxglove-ws", daemon=True)
@@ -197,7 +206,7 @@ class Server:
         finally:
             sender.cancel()
             self.clients.discard(c)
-            self.dropped_clients += c.dropped + len(c.queue)
+            self.dropped_clients += c.dropped + c.unsent()
             self.sent += c.sent
 
     async def _sender(self, c):
@@ -206,7 +215,9 @@ class Server:
                 await c.wake.wait()
                 c.wake.clear()
                 while c.queue:
+                    c.inflight = 1
                     await c.ws.send(c.queue.popleft())
+                    c.inflight = 0
                     c.sent += 1
         except Exception:
             pass

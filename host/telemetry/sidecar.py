@@ -31,7 +31,7 @@ class McapSink:
         for topic, (name, schema) in schemas.items():
             sid = self.w.register_schema(name=name, encoding="jsonschema", data=json.dumps(schema).encode())
             self.channel[topic] = self.w.register_channel(topic=topic, message_encoding="json", schema_id=sid)
-        self.w.add_metadata("linkteam.run", {k: str(v) for k, v in metadata.items()})
+        self.metadata = metadata   # written with the first rows (t0_ns known then), or at the end
         self.seq = 0
         self.messages = 0
 
@@ -41,7 +41,13 @@ class McapSink:
                            sequence=self.seq)
         self.messages += 1
 
+    def write_metadata(self):
+        if self.metadata is not None:
+            self.w.add_metadata("linkteam.run", {k: str(v) for k, v in self.metadata.items()})
+            self.metadata = None
+
     def close(self):
+        self.write_metadata()
         self.w.finish()
         self.f.close()
 
@@ -91,6 +97,9 @@ def main():
             with open(msg["rows"], "rb") as f:   # written by this run's own process
                 rows = pickle.load(f)
             os.unlink(msg["rows"])
+            if msg.get("t0_ns") is not None and sink.metadata is not None:   # the first tick's wall time
+                enc.t0_ns = sink.metadata["t0_ns"] = int(msg["t0_ns"])
+                sink.write_metadata()
             out = enc.side(msg)
             if len(rows.get("t", ())):
                 out += enc.rows(rows)

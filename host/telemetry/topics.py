@@ -32,6 +32,7 @@ SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
 BUS_HZ = 10.0
 SCENE_HZ = 20.0
 NODES_EVERY_S = 1.0
+T_EPS = 1e-9   # a tick's t (k / rate in floats) may fall a hair short of the period it ends
 GAINS = tuple(g[:-1] for g in K0_NAMES)   # RMDAC's k (6.206) by name: d, kp, kv, c, b, a
 PATH_POINTS = 1200   # the scene's desired-path trail: 60 s at SCENE_HZ
 LOG_INFO, LOG_WARNING, LOG_ERROR = 2, 3, 4   # foxglove.Log levels
@@ -211,15 +212,15 @@ class Encoder:
                         out.append(("/events", ns, dumps({"t": t, "link": i + 1, "kind": "node",
                                                           "what": what, "node": nd})))
                 self.last = now
-            if changed or t >= self.next_nodes:
+            if changed or t >= self.next_nodes - T_EPS:
                 self.next_nodes = t + NODES_EVERY_S
                 out.append(("/nodes", ns, dumps({"t": t, "nodes": self.nodes})))
             self.late_ticks += int(late[r])
-            if t >= self.next_bus:
+            if t >= self.next_bus - T_EPS:
                 self.next_bus = t + 1.0 / BUS_HZ
                 out.append(("/bus", ns, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
                                                    contacts=contacts[r]))))
-            if t >= self.next_scene:
+            if t >= self.next_scene - T_EPS:
                 pd = p_d[r].tolist()
                 self.path.append({"x": pd[0], "y": pd[1], "z": pd[2]})
                 self.next_scene = t + 1.0 / SCENE_HZ
