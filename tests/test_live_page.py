@@ -30,18 +30,26 @@ class DevTools:
 
     def __init__(self, tmp, url, timeout=30.0):
         self.proc = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
-             "--user-data-dir=%s" % (tmp / "chromium"), "--window-size=1400,1000", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            # (/dev/shm is small in containers: shared memory in /tmp instead)
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--remote-debugging-port=0", "--user-data-dir=%s" % (tmp / "chromium"), "--window-size=1400,1000",
+             "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         end = time.monotonic() + timeout
         port = None
+        said = []
         while port is None and time.monotonic() < end:
             line = self.proc.stderr.readline()
             if not line:
                 break
+            said.append(line)
             m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
             port = int(m.group(1)) if m else None
-        assert port, "chromium gave no DevTools address"
+        if port is None:   # nothing else will end it: the caller has no DevTools to close
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("chromium gave no DevTools address (exit %s); it said:\n%s"
+                                 % (self.proc.returncode, "".join(said[-20:])))
         pages = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=10).read())
         target = next(p for p in pages if p["type"] == "page")
         from websockets.sync.client import connect
