@@ -13,6 +13,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from host.errors import UsageError
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 PAYLOADS = (0.0, 2.0, 5.0, 10.0, 20.0, 40.0)
@@ -238,6 +240,10 @@ def heatmap(todo, results, path):
 
 
 def main(args):
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1, not %d" % args.jobs)
+    if args.duration is not None and not 0 < args.duration < float("inf"):
+        raise UsageError("--duration must be a positive number of simulated seconds, not %g" % args.duration)
     results, report = run(jobs=args.jobs, out_dir=args.out, duration=args.duration, progress=not args.quiet)
     ok = sum(1 for s in results.values() if s.get("status") == "ok")
     print("%d/%d cells ok; report: %s" % (ok, len(results), report))
