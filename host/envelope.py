@@ -10,7 +10,7 @@ and figures/envelope.png (a heat map of e_rms).
     linkteam envelope [--jobs N] [--duration S] [--out DIR]
 """
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 from host.errors import UsageError
@@ -120,14 +120,14 @@ def diagnose(run_dir, window=24):
 def run(selection=None, jobs=2, out_dir=None, duration=None, progress=True):
     """Run the cells (default: all), write ENVELOPE.md and figures/envelope.png into out_dir
     (default experiments/). Returns ({cell name: summary}, report path)."""
-    from host.experiments import Bar
+    from host.experiments import Bar, pool
     out = Path(out_dir or ROOT / "experiments")
     todo = list(selection or cells())
     runs = out / "envelope-runs"
     runs.mkdir(parents=True, exist_ok=True)
     bar = Bar(len(todo)) if progress else None
     results = {}
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, MAX_JOBS))) as ex:
+    with pool(max(1, min(jobs, MAX_JOBS))) as ex:
         futs = {ex.submit(_run_cell, c, str(runs / c.name), duration): c for c in todo}
         for fut in as_completed(futs):
             c = futs[fut]
