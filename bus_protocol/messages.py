@@ -23,6 +23,7 @@ except ImportError:
 # --- addressing -------------------------------------------------------------
 HOST = const(0)          # links are 1..N (link index, base = 1)
 BROADCAST = const(0xFF)
+MAX_LINKS = const(0xFE)    # link addresses 1..MAX_LINKS: every byte but HOST and BROADCAST
 
 # --- message types (id == wire byte) ----------------------------------------
 SYNC = const(0x01)

@@ -41,7 +41,9 @@ def parse_rate(text, spec):
 
 def parse_bus(spec):
     """uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA -> (kind, rate, data_rate)"""
-    kind, _, rate = spec.partition(":")
+    kind, colon, rate = spec.partition(":")
+    if colon and not rate.strip():
+        raise ValueError("bus %r: no bit rate after the colon (%s)" % (spec, BUS_FORMS))
     if kind in ("uart", "can"):
         return kind, parse_rate(rate or "1000000", spec), None
     if kind == "canfd":
@@ -220,8 +222,10 @@ def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
 def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1):
     if n < 1:
         raise ValueError("--links must be at least 1, not %d" % n)
-    if not rate > 0:
-        raise ValueError("--rate must be a positive number of Hz, not %g" % rate)
+    if n > m.MAX_LINKS:
+        raise ValueError("--links must be at most %d (bus addresses), not %d" % (m.MAX_LINKS, n))
+    if not 0 < rate < float("inf"):
+        raise ValueError("--rate must be a finite positive number of Hz, not %g" % rate)
     r = simulate(n, bus, plant, compute, topology, kinematic_copies)
     period = 1.0 / rate
     lines = ["%d links on %s%s, plant %r%s: the cycle ends when %s" % (

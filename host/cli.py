@@ -7,6 +7,7 @@ import time
 import traceback
 from pathlib import Path
 
+from bus_protocol.messages import MAX_LINKS
 from host.errors import UsageError
 from host.scenario import ScenarioError, load
 
@@ -100,6 +101,10 @@ def cmd_animate(a):
     from host import animate
     if not (Path(a.rundir) / "summary.json").exists():
         raise UsageError("%s is not a run directory (no summary.json)" % a.rundir)
+    try:
+        json.loads((Path(a.rundir) / "summary.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError("%s/summary.json: not a run's summary (%s)" % (a.rundir, e)) from None
     out = animate.animate(a.rundir, a.output, fps=a.fps, every=a.every)
     print("wrote", out)
     return 0
@@ -320,8 +325,8 @@ def cmd_config(a):
 def cmd_scan(a):
     from bus_protocol import states
     from host.runners.hil import UART_BAUDS, open_ports, parse_ports, scan
-    if not 1 <= a.max_links <= 254:
-        raise UsageError("--max-links must be 1-254 (bus addresses), not %d" % a.max_links)
+    if not 1 <= a.max_links <= MAX_LINKS:
+        raise UsageError("--max-links must be 1-%d (bus addresses), not %d" % (MAX_LINKS, a.max_links))
     if not a.timeout > 0:
         raise UsageError("--timeout must be positive, not %g" % a.timeout)
     kind, kw = parse_ports(a.ports)
@@ -416,6 +421,8 @@ def cmd_vboard(a):
 
 def cmd_vwire(a):
     from host import vwire
+    if not 1 <= a.links <= MAX_LINKS:
+        raise UsageError("--links must be 1-%d (bus addresses), not %d" % (MAX_LINKS, a.links))
     return vwire.main(a.dir, a.links, a.topology, a.goal_pair)
 
 

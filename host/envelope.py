@@ -10,8 +10,10 @@ and figures/envelope.png (a heat map of e_rms).
     linkteam envelope [--jobs N] [--duration S] [--out DIR]
 """
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
+
+from host.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -118,14 +120,14 @@ def diagnose(run_dir, window=24):
 def run(selection=None, jobs=2, out_dir=None, duration=None, progress=True):
     """Run the cells (default: all), write ENVELOPE.md and figures/envelope.png into out_dir
     (default experiments/). Returns ({cell name: summary}, report path)."""
-    from host.experiments import Bar
+    from host.experiments import Bar, pool
     out = Path(out_dir or ROOT / "experiments")
     todo = list(selection or cells())
     runs = out / "envelope-runs"
     runs.mkdir(parents=True, exist_ok=True)
     bar = Bar(len(todo)) if progress else None
     results = {}
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, MAX_JOBS))) as ex:
+    with pool(max(1, min(jobs, MAX_JOBS))) as ex:
         futs = {ex.submit(_run_cell, c, str(runs / c.name), duration): c for c in todo}
         for fut in as_completed(futs):
             c = futs[fut]
@@ -238,6 +240,10 @@ def heatmap(todo, results, path):
 
 
 def main(args):
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1, not %d" % args.jobs)
+    if args.duration is not None and not 0 < args.duration < float("inf"):
+        raise UsageError("--duration must be a positive number of simulated seconds, not %g" % args.duration)
     results, report = run(jobs=args.jobs, out_dir=args.out, duration=args.duration, progress=not args.quiet)
     ok = sum(1 for s in results.values() if s.get("status") == "ok")
     print("%d/%d cells ok; report: %s" % (ok, len(results), report))

@@ -5,6 +5,8 @@ reported in experiments/REPORT.md beside the thesis's figures with plots.
     linkteam experiments [--only NAME ...] [--jobs N] [--out DIR]
 """
 import json
+import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -63,6 +65,28 @@ FIGURES = [
 ]
 
 
+
+PR_SET_PDEATHSIG = 1   # prctl(2)
+
+
+def _die_with_parent(parent):
+    """Pool worker start: the kernel kills this worker when the process that made the pool
+    ends (prctl(2) PR_SET_PDEATHSIG), so a SIGTERM or SIGKILL to the command leaves no
+    worker running cells on its own."""
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):   # not Linux
+        return
+    if os.getppid() != parent:   # the parent ended before prctl took effect
+        os._exit(1)
+
+
+def pool(jobs):
+    """A process pool whose workers end with this process (_die_with_parent)."""
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent, initargs=(os.getpid(),))
+
+
 def _run_one(name, path, out_dir):
     """Worker: run one scenario; return its summary (plots written in the run dir)."""
     from host.run import run_scenario
@@ -100,7 +124,7 @@ def run(only=None, jobs=2, out_dir=None, progress=True, scenario_dir=None):
     runs.mkdir(parents=True, exist_ok=True)
     bar = Bar(len(rows) + len(tuned)) if progress else None
     results = {}
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+    with pool(max(1, jobs)) as ex:
         futs = [ex.submit(_run_one, r[0], str(scen / r[1]), str(runs / r[0])) for r in rows]
         futs += [ex.submit(_run_one, name, str(path), str(runs / name)) for name, path in tuned]
         for f in as_completed(futs):

@@ -10,10 +10,9 @@ step.toml). Thesis figures are e_rms (m) / phi_rms (rad) as printed (OCR of D.21
 """
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from host.experiments import ROOT, SCEN, Bar, _fmt, write_with_notes
+from host.experiments import ROOT, SCEN, Bar, _fmt, pool, write_with_notes
 
 # Table D.20: the gains of runs 01-15 (w_p, w_v, alpha, beta); other integral gains zero
 D20 = {1: (100, 20, 1, 1), 2: (225, 30, 1, 1), 3: (400, 40, 1, 1), 4: (625, 50, 1, 1), 5: (900, 60, 1, 1),
@@ -102,7 +101,7 @@ def run(jobs_n=2, out_dir=None, progress=True):
     todo = jobs()
     bar = Bar(len(todo)) if progress else None
     results = {}
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs_n, 2))) as ex:   # a shared machine: at most 2
+    with pool(max(1, min(jobs_n, 2))) as ex:   # a shared machine: at most 2
         futs = [ex.submit(_run_one, name, str(SCEN / f), ch, str(runs / name)) for name, (f, ch) in todo.items()]
         for f in futs:
             name, summary = f.result()

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from host.errors import UsageError
+
 CHUNK_DIR = "timeseries"
 CHUNK_S = 1.0   # wall seconds between chunk files
 SUMMARY_EVERY_S = 1.0   # the pending summary (how far the series reaches) rewritten at most this often
@@ -165,7 +167,10 @@ class RunDir:
         self.path = partial_dir(self.final)
         if self.path.exists():   # the leftovers of a run killed outright
             shutil.rmtree(self.path)
-        (self.path / CHUNK_DIR).mkdir(parents=True)
+        try:
+            (self.path / CHUNK_DIR).mkdir(parents=True)
+        except OSError as e:
+            raise UsageError("--out %s: cannot make the run directory: %s" % (self.final, e.strerror or e)) from None
         self.chunks = 0
         self.t_last = None
         self.signal = None

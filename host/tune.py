@@ -206,6 +206,19 @@ def _stale_reason(heartbeat):
 _RDB = {}
 
 
+def _check_storage_url(url):
+    """An RDB URL that SQLAlchemy can parse and has a dialect for (ValueError naming it),
+    before any scenario runs."""
+    if not _is_rdb(url):
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+    try:
+        make_url(_rdb_url(url)).get_dialect()
+    except (ArgumentError, ValueError) as e:
+        raise ValueError("--storage %s: not a database URL SQLAlchemy knows (%s)" % (redact(url), e)) from None
+
+
 def storage(url, out, heartbeat=HEARTBEAT_S):
     """Default: a journal file in the output directory (a file lock on it lets processes on
     one machine, or on machines sharing the file system, join). Any URL (e.g.
@@ -553,8 +566,9 @@ def _main(a):
         _resumed(a, out, name, hb)
     if not a.scenarios or a.trials is None:
         raise ValueError("give the training scenarios and --trials (or --resume an existing study)")
-    if a.workers < 1 or a.trials < 0:
-        raise ValueError("--workers must be >= 1 and --trials >= 0")
+    if a.workers < 1 or a.trials < 1:
+        raise ValueError("--workers and --trials must be at least 1")
+    _check_storage_url(a.storage)
     if (a.storage or "").startswith("sqlite") and a.workers > 1:
         raise ValueError("SQLite takes one worker at a time (Optuna: not for parallel studies); "
                          "use the journal file (default) or PostgreSQL")

@@ -25,6 +25,9 @@ def bad_inputs(tmp):
     derived.write_text('extends = "%s"\n[simulation]\nduration = -1.0\n' % HIL2)
     notrun = tmp / "notrun"
     notrun.mkdir()
+    corrupt = tmp / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "summary.json").write_text("{not json")
     # (argv, a word the message must hold)
     return [
         (["run", str(binary)], "not a text"),
@@ -73,6 +76,18 @@ def bad_inputs(tmp):
         (["node", "--ports", "udp:47000", "--link", "1", "jog"], "--torque"),
         (["faults", "--only", "no-such-fault"], "no-such-fault"),   # nothing runs, REPORT.md kept
         (["faults", "--modes", "in process"], "in process"),
+        (["run", HIL2, "--out", "/proc/nope/x"], "--out"),
+        (["animate", str(corrupt)], "summary.json"),
+        (["vwire", str(tmp / "vw"), "--links", "0"], "--links"),
+        (["tune", HIL2, "--trials", "1", "--storage", "bogus://x", "--out", str(tmp / "t")], "bogus://x"),
+        (["tune", HIL2, "--trials", "0", "--out", str(tmp / "t")], "--trials"),
+        (["envelope", "--duration", "-1", "--out", str(tmp / "env")], "--duration"),
+        (["envelope", "--duration", "nan", "--out", str(tmp / "env")], "--duration"),
+        (["envelope", "--jobs", "0", "--out", str(tmp / "env")], "--jobs"),
+        (["budget", "--links", "100000000", "--bus", "uart:1M"], "--links"),
+        (["budget", "--links", "3", "--bus", "uart:1M", "--rate", "inf"], "--rate"),
+        (["budget", "--links", "3", "--bus", "can:"], "can:"),
+        (["budget", "--links", "3", "--bus", "canfd:"], "canfd:"),
     ]
 
 
