@@ -80,7 +80,7 @@ def cmd_run(a):
     return 0 if summary["status"] == "ok" else 3
 
 
-# ---- thesis experiments, thesis scenario format, animation (issue 4) ----------------
+# ---- thesis experiments, thesis scenario format, animation ----------------------
 def cmd_experiments(a):
     if a.gains or a.timing:
         from host import gains, timing
@@ -181,7 +181,7 @@ def _add_thesis_commands(sub):
     n.set_defaults(fn=cmd_animate)
 
 
-# ---- gain tuning on Optuna (issue 17) --------------------------------------------------
+# ---- gain tuning on Optuna ---------------------------------------------------------
 def cmd_tune(a):
     from host import tune
     try:

@@ -110,7 +110,7 @@ def lone_tip(copies):
     """The tip of a two-link ring alone, the host standing in for link 1, every frame of a
     tick in one read; at tick 7 its return wire is gone and a PING comes first: STATUS,
     K_2 (copies times) and TORQUE queue up in one poll round, past where ChainNode.send
-    writes the buffer out and finds the wire dead (found by a verifier)."""
+    writes the buffer out and finds the wire dead."""
     agent = _agent({"link": 2, "n_links": 2, "dh": {"type": "revolute", "a": 0.5}, "mass": 1.0,
                     "behaviours": {"proxy": {"weight": 1.0}}, "kinematic_copies": copies})
     host, up = mem_wire()

@@ -308,8 +308,8 @@ def _config_mid_tick(data):
 @pytest.mark.parametrize("blob", [{"u_sat": 50.0}, {"dh": {"type": "revolute", "a": 0.7, "theta": 0.3}},
                                   {"behaviours": {"proxy": {}, "gravity": {"g": [0, 0, -9]}}}])
 def test_a_config_between_a_sync_and_its_k_keeps_the_syncs_a_i(blob):
-    """A braked node takes a CONFIG between a tick's SYNC and its K_{i-1} (a verifier's
-    find): linkcore's new S keeps the tick's state (A_i of the sync, the reading, the
+    """A braked node takes a CONFIG between a tick's SYNC and its K_{i-1}:
+    linkcore's new S keeps the tick's state (A_i of the sync, the reading, the
     torque), as the pure Python keeps its own, so K_i and the cycles after are the same."""
     import json
     from bus_protocol import messages as m
@@ -334,7 +334,7 @@ def _sent(out):
 
 
 def test_linkcore_and_python_agree_before_the_first_k_after_a_config_and_with_the_tip_check():
-    """Three cases an adversarial verifier found where the two used to differ: a goal before
+    """Three cases where the two used to differ: a goal before
     any K_{i-1} was composed (linkcore's joint axis started at 0, the Python's at z =
     (0, 0, 1)); a stale goal or a bridged K_0 after a CONFIG applied between runs (linkcore's
     new S had zeroed them); a link that sends its K to the host too for the tip check,

@@ -112,8 +112,8 @@ def test_joint_flung_against_its_torque_is_a_motor_not_responding(response):
 
 @pytest.mark.parametrize("cycles", [2 ** 31, 10 ** 12])
 def test_a_watchdog_longer_than_int32_is_taken_and_never_fires(cycles):
-    """watchdog_cycles has no upper bound in a scenario; safety's N holds it as int32 (a
-    verifier's find: 2^31 raised OverflowError when the agent was built)."""
+    """watchdog_cycles has no upper bound in a scenario; safety's N holds it as int32 (2^31
+    raised OverflowError when the agent was built)."""
     from firmware import layout, safety
     sf = safety.Safety({"watchdog_cycles": cycles})
     assert sf.watchdog_cycles == cycles and sf.N[layout.N_WATCHDOG] == 0x7FFFFFFF

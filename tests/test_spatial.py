@@ -1,5 +1,5 @@
 """Spatial arms: the firmware's kinematic bus, proxy rows and summed weight assertions
-against MuJoCo's own frames, Jacobians and bias forces (docs/design.md §2, 3, 5; issue 5)."""
+against MuJoCo's own frames, Jacobians and bias forces (docs/design.md §2, 3, 5)."""
 from pathlib import Path
 
 import mujoco
