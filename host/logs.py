@@ -89,8 +89,6 @@ class Recorder:
             self.flush()
 
     def _grow(self, row):
-        if not self.blocks:   # the first row: the first chunk is its first chunk_s of rows
-            self._last = time.monotonic()
         if self.blocks and row.keys() != self.blocks.keys():
             raise ValueError("row keys %s, not the %s of the rows before" % (sorted(row), sorted(self.blocks)))
         spare = self._spare
