@@ -6,13 +6,13 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup run test bench mcu-bench layouts clean
 
-# MicroPython source tree with ports/qemu, for the emulated microcontroller (host/mcu.py)
+# MicroPython source tree with ports/qemu, for the emulated microcontroller (host/tools/mcu.py)
 MICROPY_SRC ?= ../shared/micropython-src/micropython-v1.28.0-qemu-src.tar.gz
 export MICROPY_SRC := $(abspath $(MICROPY_SRC))
 
-# then linkcore for CPython (host/linkcore_ext.py): the in-process agents' C core where it builds
+# then linkcore for CPython (host/tools/linkcore_ext.py): the in-process agents' C core where it builds
 setup: $(STAMP)
-	@$(PY) -m host.linkcore_ext
+	@$(PY) -m host.tools.linkcore_ext
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "linkteam needs Python >= 3.11 (set PYTHON=python3.11)")'
@@ -37,7 +37,7 @@ mcu-bench: setup
 
 # the shared layouts (firmware/layout.py) into the firmware's const blocks, linkcore_layout.h
 layouts: setup
-	$(PY) -m host.layouts
+	$(PY) -m host.tools.layouts
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache *.egg-info

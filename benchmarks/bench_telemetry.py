@@ -58,7 +58,7 @@ def _run(sc, out, **kw):
 
 
 def cost(repeats=5):
-    from host.scenario import load
+    from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
     runs = {"off": [], "mcap": [], "live": []}
     received = []
@@ -124,7 +124,7 @@ def stalled_client(port, stop):
 
 
 def memory(seconds=3600.0, every_s=10.0):
-    from host.scenario import load
+    from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
     sc.duration = seconds
     port = free_port()

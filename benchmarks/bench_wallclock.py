@@ -20,11 +20,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from host import budget  # noqa: E402
+from host.tools import budget  # noqa: E402
 from host.run import run_scenario  # noqa: E402
 from host.runners import desktop, processes  # noqa: E402
 from host.runners.base import ControlLoop  # noqa: E402
-from host.scenario import load  # noqa: E402
+from host.scenario.loader import load  # noqa: E402
 
 
 def undisturbed_cycle_ms(sc, topology, baud):

@@ -1,6 +1,6 @@
 # Run under MicroPython: the unix port (make bench), a board through mpremote
 # (`linkteam budget --measure-on PORT` runs it on a flashed board), or an emulated
-# Cortex-M (make mcu-bench: host/mcu.py freezes it into the firmware and calls main()).
+# Cortex-M (make mcu-bench: host/tools/mcu.py freezes it into the firmware and calls main()).
 # One link agent (link 3 of 10) behind a ChainNode with in-memory ports. Prints:
 #   RAM init N            gc.mem_alloc() held by the firmware's modules, agent and node
 #                         (after gc.collect(); measured from before the first import)
@@ -17,7 +17,7 @@
 #               12th tick at the node's slot, after the torque; median of three)
 #     idle_poll a poll round with nothing arrived (how soon a board loop sees a frame)
 #   GC pause us           one gc.collect() with the heap as the cycles leave it
-#   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/budget.py
+#   HOP k_us / goal_us / fwd_us   (medians, whole us) for host/tools/budget.py
 import gc
 import io
 import sys
@@ -314,7 +314,7 @@ class MpyFS:
 
 def with_native(files):
     """The native module linkcore importable from .mpy files in RAM ({path: bytes},
-    host/mcu.py's mcu_mpy_files.NATIVE), as from a board's flash filesystem: the
+    host/tools/mcu.py's mcu_mpy_files.NATIVE), as from a board's flash filesystem: the
     agent then runs its float work and hot frames in C (firmware/linkstate.py)."""
     import vfs
     vfs.mount(MpyFS(files), "/native")

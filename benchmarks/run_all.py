@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench_wallclock  # noqa: E402
 from host.run import run_scenario  # noqa: E402
-from host.scenario import load  # noqa: E402
+from host.scenario.loader import load  # noqa: E402
 from sim_host.plant import Plant  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def inprocess(sc, tmp, core):
 def main(repeats=5):
     import tempfile
     from firmware import linkstate
-    from host.linkcore_ext import note
+    from host.tools.linkcore_ext import note
     sc = load(ROOT / "scenarios" / "reference.toml")
     core = linkstate.linkcore
     bare, full, bare_cpu, full_cpu, pure, err = [], [], [], [], [], None
@@ -142,7 +142,7 @@ def processes_knee(seconds=20.0):
     clock): the highest rate of KNEE_RATES at which 10 and 20 links hold 0 missed
     cycles over `seconds` (the ladder stops at the first rate that misses)."""
     import tempfile
-    from host.scenario import from_dict, read_toml
+    from host.scenario.loader import from_dict, read_toml
     print("processes mode knee: highest rate with 0 missed cycles over %.0f s (loadavg %.1f)"
           % (seconds, os.getloadavg()[0]))
     knee = {}
@@ -195,7 +195,7 @@ EXTRA.append(fuzz)
 
 
 def fault_cost():
-    from host.faults import cost_table
+    from host.studies.faults import cost_table
     print(cost_table())
 
 

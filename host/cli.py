@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bus_protocol.messages import MAX_LINKS
 from host.errors import UsageError
-from host.scenario import ScenarioError, load
+from host.scenario.loader import ScenarioError, load
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130   # 128 + SIGINT, as a shell reports it
@@ -60,7 +60,7 @@ def cmd_run(a):
         parse_ports(a.ports)
     g = sc.gains_from
     if g and not (g["same_arm"] or g["other_arm"] or a.gains_anyway):
-        from host.tune_gains import describe
+        from host.studies.tune_gains import describe
         raise UsageError("%s: refusing (--gains-anyway runs it regardless; a scenario that means it "
                          "says why in [tuned] other_arm)" % describe(g))
     opts = {}
@@ -83,14 +83,14 @@ def cmd_run(a):
 # ---- thesis experiments, thesis scenario format, animation ----------------------
 def cmd_experiments(a):
     if a.gains or a.timing:
-        from host import gains, timing
+        from host.studies import gains, timing
         return (gains if a.gains else timing).main(a)
-    from host import experiments
+    from host.studies import experiments
     return experiments.main(a)
 
 
 def cmd_convert(a):
-    from host.scenario import convert_thesis
+    from host.scenario.loader import convert_thesis
     out = convert_thesis(a.directory, a.output)
     if not a.quiet:
         print("wrote", out)
@@ -98,7 +98,7 @@ def cmd_convert(a):
 
 
 def cmd_animate(a):
-    from host import animate
+    from host.report import animate
     if not (Path(a.rundir) / "summary.json").exists():
         raise UsageError("%s is not a run directory (no summary.json)" % a.rundir)
     try:
@@ -111,7 +111,7 @@ def cmd_animate(a):
 
 
 def cmd_faults(a):
-    from host import faults
+    from host.studies import faults
     results = faults.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
     print("wrote faults/REPORT.md (%d runs)" % len(results))
     return 0 if all(s.get("status") == "ok" for _, s in results) else 3
@@ -142,7 +142,7 @@ def cmd_console(a):
 
 def _run_links(run_dir, scenario):
     """How many links the run (its summary, finished or under way) or the scenario has; None if unknown."""
-    from host.logs import partial_dir
+    from host.report.logs import partial_dir
     for d in (partial_dir(run_dir), run_dir):
         try:
             return int(json.loads((d / "summary.json").read_text())["links"])
@@ -152,7 +152,7 @@ def _run_links(run_dir, scenario):
 
 
 def cmd_envelope(a):
-    from host import envelope
+    from host.studies import envelope
     return envelope.main(a)
 
 
@@ -183,7 +183,7 @@ def _add_thesis_commands(sub):
 
 # ---- gain tuning on Optuna ---------------------------------------------------------
 def cmd_tune(a):
-    from host import tune
+    from host.studies import tune
     try:
         return tune.main(a)
     except ValueError as e:
@@ -210,7 +210,7 @@ def _add_tune_command(sub):
     t.add_argument("--resume", action="store_true", help="continue an existing study (--storage, --study) with its "
                    "recorded scenarios and options: fail the trials of workers that are gone, retry them, "
                    "run on to its size")
-    from host.tune import GRACE_BEATS, HEARTBEAT_S
+    from host.studies.tune import GRACE_BEATS, HEARTBEAT_S
     t.add_argument("--heartbeat", type=int, default=HEARTBEAT_S, metavar="S", help="worker heartbeat (s); a trial "
                    "whose worker misses %d beats is failed and retried (default %d)" % (GRACE_BEATS, HEARTBEAT_S))
     t.add_argument("--timeout", type=float, help="seconds after which no worker starts another trial")
@@ -219,7 +219,7 @@ def _add_tune_command(sub):
     t.add_argument("--storage", help="study storage: a journal file path (default OUT/study.journal; "
                    "shared file system = shared study) or an RDB URL, e.g. postgresql://user:pw@host/db")
     t.add_argument("--study", help="study name (default linkteam-tune); workers with the same name and storage join it")
-    t.add_argument("--space", help="TOML file changing the search space (see host/tune.py load_space)")
+    t.add_argument("--space", help="TOML file changing the search space (see host/studies/tune.py load_space)")
     t.add_argument("--validate", nargs="+", metavar="SCENARIO", default=[], help="held-out scenarios for the report")
     t.add_argument("--payloads", type=_kg_list, metavar="KG,...", help="also report the first training "
                    "scenario with these payload masses")
@@ -244,7 +244,7 @@ def _bus_json(text):
 
 
 def cmd_flash(a):
-    from host import flash
+    from host.tools import flash
     if not a.chain and (a.port is None or a.link is None):
         raise UsageError("give --port and --link, or --chain MAP")
     sc = load(a.scenario)
@@ -265,7 +265,7 @@ def cmd_flash(a):
 
 
 def cmd_boards(a):
-    from host import flash
+    from host.tools import flash
     if a.ports:
         ports = [p.strip() for p in a.ports.split(",") if p.strip()]
     else:
@@ -293,7 +293,7 @@ def cmd_boards(a):
 
 
 def cmd_config(a):
-    from host import flash
+    from host.tools import flash
     if a.action == "dump":
         cfg = flash.dump_config(a.port)
         text = json.dumps(cfg, indent=2)
@@ -352,7 +352,7 @@ def cmd_scan(a):
 
 
 def cmd_node(a):
-    from host import node
+    from host.tools import node
     return node.run(a, sys.stdout)
 
 
@@ -386,7 +386,7 @@ def _add_node_command(sub):
 
 
 def cmd_budget(a):
-    from host import budget, hop_compute
+    from host.tools import budget, hop_compute
     compute = {}
     try:
         if a.measure_on:
@@ -415,12 +415,12 @@ def cmd_budget(a):
 
 
 def cmd_vboard(a):
-    from host import vboard
+    from host.tools import vboard
     return vboard.main(a.path, a.fs)
 
 
 def cmd_vwire(a):
-    from host import vwire
+    from host.tools import vwire
     if not 1 <= a.links <= MAX_LINKS:
         raise UsageError("--links must be 1-%d (bus addresses), not %d" % (MAX_LINKS, a.links))
     return vwire.main(a.dir, a.links, a.topology, a.goal_pair)
@@ -436,7 +436,7 @@ def main(argv=None):
     r.add_argument("--mode", choices=("inprocess", "processes", "hil", "boards"), default="inprocess")
     r.add_argument("--board", choices=("m4f", "m0plus"), default="m4f",
                    help="boards mode: every link on an emulated Cortex-M4F (STM32F4 class) or Cortex-M0+ "
-                        "(RP2040's instruction set), QEMU, lockstep (MICROPY_SRC: host/mcu.py)")
+                        "(RP2040's instruction set), QEMU, lockstep (MICROPY_SRC: host/tools/mcu.py)")
     r.add_argument("--bus", choices=("uart", "can"), default="uart")
     r.add_argument("--baud", type=int, default=0, help="emulate this line rate (bit/s); 0 = as fast as possible")
     r.add_argument("--lockstep", action="store_true", help="synthetic clock instead of wall clock (processes, hil)")
@@ -518,7 +518,7 @@ def main(argv=None):
     f.add_argument("--board", help="board name in firmware/boards (default from the board's platform)")
     f.add_argument("--bus-json", help='bus settings for config.json, e.g. \'{"base_port": 47000}\'')
     f.add_argument("--lines", action="store_true", help="keep line numbers in the .mpy files: tracebacks "
-                   "name the line (about 1.3 KB more RAM on a Cortex-M4F; host/flash.py MPY_OPT)")
+                   "name the line (about 1.3 KB more RAM on a Cortex-M4F; host/tools/flash.py MPY_OPT)")
     f.set_defaults(fn=cmd_flash)
     b = sub.add_parser("boards", help="list attached boards: port, platform, arch, link, board, firmware version")
     b.add_argument("--ports", help="comma-separated ports to ask (default: USB serial ports)")
@@ -551,7 +551,7 @@ def main(argv=None):
                         "mp_node_cycle.py's output from a board; overrides --measure-on")
     g.add_argument("--board", choices=("stm32f4-168mhz", "rp2040-125mhz"),
                    help="per-hop compute of this board from make mcu-bench's instruction counts "
-                        "(--results; cycles per instruction in host/hop_compute.py BOARDS)")
+                        "(--results; cycles per instruction in host/tools/hop_compute.py BOARDS)")
     g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
     g.add_argument("--from-run", metavar="RUN_DIR",
                    help="per-hop compute from the instructions a `--mode boards` run counted (its summary.json), "
@@ -588,13 +588,13 @@ def _call(fn, a, cmd):
     """Run one command: bad input -> one line and status 2; an unexpected error -> one line
     naming the log that holds its traceback, status 1; Ctrl-C -> status 130. No traceback
     reaches the terminal."""
-    from host.flash import FlashError
+    from host.tools.flash import FlashError
     try:
         return fn(a)
     except ScenarioError as e:
         sys.stderr.write("linkteam %s: scenario error: %s\n" % (cmd, _one_line(e)))
         return EXIT_BAD_INPUT
-    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/logs.py)
+    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/report/logs.py)
         sys.stderr.write("linkteam %s: %s\n" % (cmd, _one_line(e)))
         return e.status if isinstance(e, FlashError) and e.status else EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """sim_host: the plant simulator (MuJoCo) standing in for motors and sensors.
 
-Input is plain dicts (host/scenario.py builds them; sim_host never reads scenario files
+Input is plain dicts (host/scenario/loader.py builds them; sim_host never reads scenario files
 and imports neither host/ nor firmware/):
 
     arm = {"links": [{"type": "revolute"|"prismatic", "theta", "d", "a", "alpha",

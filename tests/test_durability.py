@@ -1,4 +1,4 @@
-"""What a run directory holds when a run does not end normally (host/logs.py RunDir):
+"""What a run directory holds when a run does not end normally (host/report/logs.py RunDir):
 an unstable plant, Ctrl-C, SIGTERM, and a run killed outright, which must leave the
 previous run whole. Signals are sent once the run has written a chunk of its time series
 (the run is under way); the runs are long enough that none finishes first."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from host.cli import main
-from host.logs import load_run
+from host.report.logs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = (ROOT / "scenarios" / "reference.toml").as_posix()
@@ -99,7 +99,7 @@ def test_error_after_the_loop_leaves_aborted_summary_and_all_rows(tmp_path, monk
     """A failure of the host itself after the control loop (here: computing the metrics)
     still leaves the run directory, with the reason and every row recorded."""
     from host import run
-    from host.scenario import load
+    from host.scenario.loader import load
 
     def boom(*a):
         raise RuntimeError("boom")
@@ -131,7 +131,7 @@ def test_ctrl_c_swallowed_by_a_finaliser_still_stops_the_run(tmp_path, monkeypat
     the same, aborted with the reason."""
     from host import run
     from host.runners.base import ControlLoop
-    from host.scenario import load
+    from host.scenario.loader import load
 
     real_record, calls = ControlLoop.record, []
 

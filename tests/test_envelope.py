@@ -1,7 +1,7 @@
 """`linkteam envelope` on two cells: the table, the diagnosis and the heat map it writes."""
 import math
 
-from host import envelope
+from host.studies import envelope
 
 
 def blend_time_to(distance, length, t0, t1):

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from host.run import run_scenario
-from host.scenario import from_dict, read_toml
+from host.scenario.loader import from_dict, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS = ROOT / "scenarios" / "thesis"
@@ -51,7 +51,7 @@ def test_short_failsafe_run_holds_link_9(tmp_path):
 
 
 def test_experiments_command_two_rows_in_parallel(tmp_path):
-    from host import experiments
+    from host.studies import experiments
     scen = tmp_path / "scen"
     scen.mkdir()
     for name in ("failsafe-link9.toml", "centering-100.toml"):
@@ -72,7 +72,7 @@ def test_experiments_command_two_rows_in_parallel(tmp_path):
 
 
 def test_animate_writes_a_gif(tmp_path):
-    from host.animate import animate
+    from host.report.animate import animate
     sc = _short("obstacle.toml", 1.0)
     _, out = run_scenario(sc, tmp_path / "a", quiet=True, make_plots=False)
     gif = animate(out, every=0.2)

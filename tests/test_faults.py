@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from host.run import run_scenario
-from host.scenario import ScenarioError, from_dict, load, read_toml
+from host.scenario.loader import ScenarioError, from_dict, load, read_toml
 from tests.conftest import REPO, needs
 
 T_FAULT = 2.0
@@ -307,7 +307,7 @@ def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
 
 
 def test_linkteam_faults_writes_the_report(tmp_path):
-    from host import faults
+    from host.studies import faults
     results = faults.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
     assert [(p.stem, s["status"]) for (p, _, _), s in results] == [("reference-ft", "ok"), ("motor-weak-link2", "ok")]
     text = (tmp_path / "f" / "REPORT.md").read_text()
@@ -376,7 +376,7 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
     from bus_protocol import messages as m
     from bus_protocol.states import RUN
     from host import goal_process as gpm
-    from host.scenario import load
+    from host.scenario.loader import load
     sc = load(Path(REPO) / "scenarios" / "reference.toml")
     gp = gpm.GoalProcess(sc)
     gp.tick = 3

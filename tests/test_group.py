@@ -4,7 +4,7 @@ import pytest
 
 from host.run import run_scenario
 from host.runners.processes import group_name, node_groups
-from host.scenario import load
+from host.scenario.loader import load
 from tests.conftest import REPO, same_under_both
 from tests.dh_reference import fk
 

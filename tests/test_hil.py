@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from host.run import run_scenario
-from host.scenario import load
+from host.scenario.loader import load
 from host.transports.udp import free_base_port
 
 from .conftest import MICROPYTHON, REPO, needs

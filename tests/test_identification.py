@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bus_protocol import messages as m
-from host import scenario
+from host.scenario import loader as scenario
 from host.run import run_scenario
 from host.runners import inprocess
 from host.runners.base import ControlLoop

@@ -1,5 +1,5 @@
 """The shared layouts written once (firmware/layout.py): the generated files are what the
-table makes (host/layouts.py, `make layouts`), the table's own rules hold, and the
+table makes (host/tools/layouts.py, `make layouts`), the table's own rules hold, and the
 Thumb assembly's offsets are the table's: the node's forwarder `cut` in assembly, run
 by an interpreter of its instructions (tests/thumb_sim.py, no QEMU), leaves the buffer
 block as the Python reference does."""
@@ -11,7 +11,7 @@ from bus_protocol import framing
 from firmware.accel import forward
 from bus_protocol import messages as m
 from firmware import layout
-from host import layouts
+from host.tools import layouts
 from tests import thumb_sim
 from tests.conftest import REPO
 

@@ -61,7 +61,7 @@ def test_pure_python_switch():
 
 def test_reference_run_with_linkcore_is_bit_identical(tmp_path):
     from host.run import run_scenario
-    from host.scenario import load
+    from host.scenario.loader import load
     from firmware import linkstate
     assert linkstate.linkcore is not None
     sc = load(REPO / "scenarios" / "reference.toml")

@@ -1,4 +1,4 @@
-"""The firmware on emulated microcontrollers (host/mcu.py: MicroPython's QEMU port with
+"""The firmware on emulated microcontrollers (host/tools/mcu.py: MicroPython's QEMU port with
 firmware/ and bus_protocol/ frozen in): it boots, and one agent cycle of a 4-link chain
 (tests/mp_agent_cycle.py) sends the same frames as under CPython and the unix port.
 
@@ -10,7 +10,7 @@ import io
 import pytest
 
 from bus_protocol import messages as m
-from host import mcu
+from host.tools import mcu
 from tests import mp_agent_cycle as cyc
 from tests import mp_framing_cases, mp_node_stream
 from tests.conftest import REPO, assert_wire_chain, pure_python, run_micropython
@@ -144,7 +144,7 @@ def test_frozen_armv6m_native_code_is_word_aligned(firmware):
     """ARMv6-M native code loads its 32-bit constants PC-relative from a word placed for a
     4-byte aligned start (py/asmthumb.c); MicroPython v1.28's mpy-tool freezes it 2-byte
     aligned, and at 2 mod 4 the agent's native actuate() computed wrong on the M0+ build.
-    host/mcu.py makes the frozen ARMv6-M code 4-byte aligned: every native function array
+    host/tools/mcu.py makes the frozen ARMv6-M code 4-byte aligned: every native function array
     of the M0+ build says so, and the firmware's hot path is among them."""
     import os
     text = open(os.path.join(os.path.dirname(firmware["m0plus"]), "frozen_content.c")).read()

@@ -42,7 +42,7 @@ def test_flash_builds_for_a_board_without_thumb(arch, tmp_path):
     """`linkteam flash` onto a board with no ARM assembly (a vboard is x64): every module
     the agent imports there is built; only the optional accelerators and other boards' HALs
     may be left out."""
-    from host.flash import build
+    from host.tools.flash import build
     files = build(arch, tmp_path)
     assert {"firmware/main.mpy", "firmware/agent.mpy", "firmware/hal/unix.mpy",
             "bus_protocol/messages.mpy"} <= set(files)

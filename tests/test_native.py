@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from host import mcu
+from host.tools import mcu
 from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, missing, run_micropython
 
 _LACK = mcu.native_missing("x64") + [r for r in [missing("micropython")] if r]

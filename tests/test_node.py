@@ -1,7 +1,7 @@
 """A node's bring-up commands (firmware/params.py) on a LinkAgent in CPython: parameter get
 and set (refused while running, an invalid value leaves the config), save, encoder zero on a
 board joint (firmware/hal/joint.py), the jog's limits and its dead-man; and the host's
-parameter checks (host/node.py). The same commands against two virtual boards:
+parameter checks (host/tools/node.py). The same commands against two virtual boards:
 tests/test_bringup.py."""
 import json
 
@@ -13,8 +13,8 @@ from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.joint import JointCore
 from host.errors import UsageError
-from host.node import param_spec, parse_value
-from host.scenario import load
+from host.tools.node import param_spec, parse_value
+from host.scenario.loader import load
 
 from .conftest import REPO
 

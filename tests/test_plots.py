@@ -1,8 +1,8 @@
 """Plots read at a glance: a start transient does not flatten the rest of the torques, and
-every axis is labelled (host/plots.py), on a synthetic run with a spike at the start."""
+every axis is labelled (host/report/plots.py), on a synthetic run with a spike at the start."""
 import numpy as np
 
-from host import plots
+from host.report import plots
 
 
 def synthetic_run(n=3, seconds=4.0, rate=120.0, spike=1300.0):

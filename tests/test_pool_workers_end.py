@@ -1,5 +1,5 @@
 """A SIGTERM to `linkteam experiments` leaves no pool worker running cells on its own
-(host/experiments.py pool: the workers end with the process that made the pool)."""
+(host/studies/experiments.py pool: the workers end with the process that made the pool)."""
 import os
 import signal
 import subprocess

@@ -14,7 +14,7 @@ from bus_protocol import messages as m
 from host.run import run_scenario
 from host.runners import inprocess, processes, wallclock
 from host.runners.base import Aborted, ControlLoop
-from host.scenario import from_dict, read_toml
+from host.scenario.loader import from_dict, read_toml
 
 from .conftest import REPO, needs
 

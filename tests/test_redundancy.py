@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bus_protocol import messages as m
-from host import budget
+from host.tools import budget
 from bus_protocol import states as sc_states
 from host.goal_process import GoalProcess
 from host.run import run_scenario

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from host.run import run_scenario
-from host.scenario import load
+from host.scenario.loader import load
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -67,7 +67,7 @@ def test_reference_arm_without_payload_tracks_past_the_first_knot(tmp_path):
     """The reference arm with no payload used to diverge at t = 9.93 s (tick-to-tick
     oscillation of f as the arm nears the first knot, 10 s)."""
     from host.run import run_scenario
-    from host.scenario import load
+    from host.scenario.loader import load
     p = tmp_path / "payload0.toml"
     p.write_text('extends = "%s"\nname = "payload0"\n[simulation]\nduration = 12.0\n[payload]\nmass = 0.0\n'
                  % (ROOT / "scenarios" / "reference.toml").as_posix())

@@ -1,10 +1,10 @@
-"""A run directory is never silently replaced (host/logs.py RunDir previous=): `linkteam
+"""A run directory is never silently replaced (host/report/logs.py RunDir previous=): `linkteam
 run` moves a finished run aside to OUT.YYYYmmdd-HHMMSS, `--force` replaces it; a scenario
 that extends another runs under its own file's name."""
 import json
 
 from host.cli import main
-from host.scenario import load
+from host.scenario.loader import load
 
 from .conftest import REPO
 

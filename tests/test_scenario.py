@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from host.scenario import ScenarioError, load
+from host.scenario.loader import ScenarioError, load
 
 REF = Path(__file__).resolve().parents[1] / "scenarios" / "reference.toml"
 

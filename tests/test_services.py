@@ -7,9 +7,10 @@ import time
 import numpy as np
 
 from bus_protocol import messages as m
-from host import critical_path, services
+from host.report import critical_path
+from host import services
 from host.run import run_scenario
-from host.scenario import load
+from host.scenario.loader import load
 from tests.conftest import REPO, run_both
 
 
@@ -72,8 +73,8 @@ def test_critical_path_names_the_node_last_most_often():
 
 
 def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
-    """A run writes RUN.partial and renames it to RUN at its end (host/logs.py)."""
-    from host.logs import partial_dir
+    """A run writes RUN.partial and renames it to RUN at its end (host/report/logs.py)."""
+    from host.report.logs import partial_dir
     run = tmp_path / "run"
     path = services.node_log_path(partial_dir(run), 4)
 

@@ -8,7 +8,7 @@ import pytest
 
 from firmware import global_proxy
 from firmware import kinematic_bus as kb
-from host.scenario import load
+from host.scenario.loader import load
 from sim_host.plant import Plant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def _run(tmp_path, text, name):
 def test_gravity_scenario_tracks_and_sags_without_compensation(tmp_path):
     """Unopposed along the redundant directions, gravity lowers the arm (its links' mean
     height falls) even while the tool point tracks; the weight assertions hold it up."""
-    from host.logs import load_run
+    from host.report.logs import load_run
     base = 'extends = "%s"\n' % (ROOT / "scenarios" / "spatial7-gravity.toml")
     on = _run(tmp_path, base + 'name = "on"\n', "on")
     assert on["status"] == "ok" and on["e_rms_m"] < 3e-3 and on["phi_rms_rad"] < 1e-2, on
@@ -151,7 +151,7 @@ def test_spatial_scenario_without_gravity_tracks(tmp_path):
 
 
 def test_extends_errors_point_at_the_right_file(tmp_path):
-    from host.scenario import ScenarioError
+    from host.scenario.loader import ScenarioError
     p = tmp_path / "child.toml"
     p.write_text('extends = "%s"\nname = "c"\n[robot]\ngravity = [0.0, 0.0]\n' % (ROOT / "scenarios" / "spatial7.toml"))
     with pytest.raises(ScenarioError) as ei:

@@ -1,12 +1,12 @@
-"""The study sweeps (host/gains.py: Appendix D, control rate, weights, RMAC kp) and the
-timing column (host/timing.py): each run's scenario carries the swept value, short runs."""
+"""The study sweeps (host/studies/gains.py: Appendix D, control rate, weights, RMAC kp) and the
+timing column (host/studies/timing.py): each run's scenario carries the swept value, short runs."""
 import math
 from pathlib import Path
 
 import numpy as np
 
-from host import gains, timing
-from host.scenario import from_dict, read_toml
+from host.studies import gains, timing
+from host.scenario.loader import from_dict, read_toml
 
 THESIS = Path(__file__).resolve().parents[1] / "scenarios" / "thesis"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from host.run import run_scenario
-from host.scenario import from_dict, read_toml
+from host.scenario.loader import from_dict, read_toml
 from host.telemetry import MCAP_NAME
 from host.telemetry.client import Client, stalled
 

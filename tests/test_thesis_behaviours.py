@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from firmware import behaviours
-from host.scenario import ScenarioError, from_dict, load
+from host.scenario.loader import ScenarioError, from_dict, load
 from host.trajectory import Trajectory
 from tests.dh_reference import fk, jacobian_fd
 

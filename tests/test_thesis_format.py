@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from host.cli import main
-from host.scenario import ScenarioError, convert_thesis, load
+from host.scenario.loader import ScenarioError, convert_thesis, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "scenarios" / "thesis-format" / "reference.scenario"

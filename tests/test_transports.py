@@ -8,7 +8,7 @@ import tty
 
 from bus_protocol import messages as m
 from host.runners.hil import open_ports, scan
-from host.scenario import load
+from host.scenario.loader import load
 from host.transports import open_transport
 
 from .conftest import MICROPYTHON, REPO, needs

@@ -2,11 +2,11 @@
 the search-space file and `extends` lists."""
 import pytest
 
-from host.scenario import ScenarioError, load
+from host.scenario.loader import ScenarioError, load
 
 optuna = pytest.importorskip("optuna", reason="optuna is not installed (pip install optuna)")
 
-from host import tune, tune_space  # noqa: E402  (needs optuna at run time)
+from host.studies import tune, tune_space  # noqa: E402  (needs optuna at run time)
 from host.cli import main  # noqa: E402
 from tests.test_experiments import ROOT, THESIS  # noqa: E402
 
@@ -97,7 +97,7 @@ def test_extends_list_later_bases_win(tmp_path):
 
 
 def test_experiments_report_the_tuned_rows_beside_the_thesis_gains(tmp_path):
-    from host import experiments
+    from host.studies import experiments
     (tmp_path / "thesis").mkdir()
     (tmp_path / "tuned").mkdir()
     _short(tmp_path / "thesis", "reference", ROOT / "scenarios" / "reference.toml", 1.0)

@@ -1,5 +1,5 @@
 """`linkteam tune` studies beyond one process: a real PostgreSQL (a throwaway cluster,
-host/tune_pg.py) and the journal file, each shared by separate `linkteam tune`
+host/studies/tune_pg.py) and the journal file, each shared by separate `linkteam tune`
 invocations as on separate machines; a worker SIGKILLed mid-trial costs one retried trial;
 a lost database is an error that says so; tuned gains know their arm."""
 import json
@@ -17,7 +17,7 @@ from tests.test_experiments import ROOT
 optuna = pytest.importorskip("optuna", reason="optuna is not installed (make setup)")
 
 from host.cli import main  # noqa: E402
-from host.tune_pg import Cluster  # noqa: E402
+from host.studies.tune_pg import Cluster  # noqa: E402
 
 LINKTEAM = tool("linkteam")
 N = 6          # trials in each study
@@ -163,7 +163,7 @@ def _tables(pg):
 
 
 def _journal(path):
-    from host.tune import storage
+    from host.studies.tune import storage
     return storage(str(path), None)
 
 
@@ -263,8 +263,8 @@ def test_unreachable_database_is_said_before_the_baselines_run(tmp_path, capsys)
     assert "thesis gains" not in out   # no training run before the study is reachable
 
 def test_tuned_gains_know_their_arm(tmp_path, capsys):
-    from host.scenario import load
-    from host.tune_gains import arm_fingerprint
+    from host.scenario.loader import load
+    from host.studies.tune_gains import arm_fingerprint
     spatial, gravity = load(ROOT / "scenarios" / "spatial7.toml"), load(ROOT / "scenarios" / "spatial7-gravity.toml")
     held = load(ROOT / "scenarios" / "spatial7-gravity-heldout.toml")
     planar = load(ROOT / "scenarios" / "reference.toml")

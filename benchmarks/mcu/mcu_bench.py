@@ -1,7 +1,7 @@
 """`make mcu-bench`: one link agent behind its ChainNode on emulated Cortex-M boards.
 
 Builds MicroPython's QEMU port for a Cortex-M4F (single-precision FPU) and for
-Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/mcu.py), boots each
+Cortex-M0+ code with firmware/ and bus_protocol/ frozen in (host/tools/mcu.py), boots each
 with -icount shift=0 and runs benchmarks/mp_node_cycle.py on it with the native module
 linkcore (firmware/native/linkcore.c, a .mpy file loaded into RAM) and the modules
 frozen, imported from .mpy files on a filesystem (copied into RAM) and from the same
@@ -20,7 +20,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from host import mcu  # noqa: E402
+from host.tools import mcu  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "bench", "results.json")
 PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll", "cycle_status", "cycle_timing")
@@ -128,7 +128,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=sorted(mcu.BUILDS), action="append")
     ap.add_argument("--lines", action="store_true", help="the .mpy files with line numbers "
-                    "(`linkteam flash --lines`; without: as deployed, host/flash.py MPY_OPT)")
+                    "(`linkteam flash --lines`; without: as deployed, host/tools/flash.py MPY_OPT)")
     ap.add_argument("--install", action="store_true",
                     help="apt-get the missing Debian packages first (as root)")
     a = ap.parse_args(argv)
@@ -154,8 +154,8 @@ def main(argv=None):
 
 
 def verdicts(results):
-    """The budget's verdict on real boards priced from these counts (host/budget.py)."""
-    from host import budget
+    """The budget's verdict on real boards priced from these counts (host/tools/budget.py)."""
+    from host.tools import budget
     rows = ["highest control rate, boards with their own joint I/O, UART ring / CAN-FD (linkteam budget --board)",
             "%-16s %5s %-22s %10s %8s %8s" % ("board", "links", "bus", "max Hz", "120 Hz", "500 Hz")]
     for board, n, bus, _, hz, fits in budget.board_verdicts(results):

@@ -1,5 +1,5 @@
 """Boards mode: every link on an emulated Cortex-M (QEMU MPS2, the firmware that `make
-mcu-bench` builds: host/mcu.py), wired UART to UART, in lockstep with the plant.
+mcu-bench` builds: host/tools/mcu.py), wired UART to UART, in lockstep with the plant.
 
 One QEMU machine per link runs `firmware.main.run` on the board "mps2-uart"
 (firmware/hal/cmsdk_uart.py): UART1 up and UART2 down are the daisy chain (socketpairs
@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from bus_protocol import framing
-from host import mcu
+from host.tools import mcu
 from host.runners import processes
 from host.transports.stream import FdStreamTransport
 from sim_host.faults import wire_specs
@@ -41,7 +41,7 @@ BOOT = ("import json, machine, mcu_mpy_files, mp_node_cycle",
 
 
 def qemu_argv(build, elf, serials):
-    """QEMU for build `build` (host/mcu.py BUILDS), -icount shift=0, its UARTs on
+    """QEMU for build `build` (host/tools/mcu.py BUILDS), -icount shift=0, its UARTs on
     `serials` (each "stdio", "null" or a socket fd to hand over as a chardev)."""
     _, machine, _ = mcu.BUILDS[build]
     argv = ["qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "null",
@@ -239,9 +239,9 @@ def phase_summary(phases, build):
 
 
 def compute_us(summary, board, stat="median"):
-    """Per-hop compute (us, host/budget.py's) on board profile `board` (host/hop_compute.py
+    """Per-hop compute (us, host/tools/budget.py's) on board profile `board` (host/tools/hop_compute.py
     BOARDS) from a run's phase summary: instructions x cycles per instruction / clock."""
-    from host import hop_compute
+    from host.tools import hop_compute
     build, mhz, cpi = hop_compute.BOARDS[board]
     if build != summary["build"]:
         raise ValueError("the run's boards are %s, board profile %s is %s" % (summary["build"], board, build))
@@ -255,7 +255,7 @@ def compute_us(summary, board, stat="median"):
 
 def run_compute(run_dir, board=None, stat="median"):
     """`linkteam budget --from-run`: (compute, board profile, links) of a boards-mode run."""
-    from host import hop_compute
+    from host.tools import hop_compute
     path = Path(run_dir) / "summary.json"
     with open(path) as f:
         s = json.load(f)
@@ -267,11 +267,11 @@ def run_compute(run_dir, board=None, stat="median"):
 
 
 def control_rates(summary, n, topology="ring"):
-    """The control rate this chain would close at on each board profile (host/budget.py's
+    """The control rate this chain would close at on each board profile (host/tools/budget.py's
     chain simulation) from the run's own instruction counts (medians, then maxima) and
     the wire's bytes (the joints on wires of their own, as here): UART 2 Mbaud and CAN-FD
     1/5 Mbit/s."""
-    from host import budget, hop_compute
+    from host.tools import budget, hop_compute
     out = {}
     for board, (build, mhz, cpi) in hop_compute.BOARDS.items():
         if build != summary["build"]:
@@ -313,7 +313,7 @@ def run(loop, progress=None, board="m4f", topology="ring", **_):
         s = phase_summary(made[0].phases, board)
         try:
             s["control_rate_hz"] = control_rates(s, loop.sc.n, topology)
-            from host.hop_compute import DEFAULT_COMPUTE   # what the run does not count: budget's figures
+            from host.tools.hop_compute import DEFAULT_COMPUTE   # what the run does not count: budget's figures
             s["control_rate_assumes_us"] = {k: DEFAULT_COMPUTE[k] for k in ("host_us", "wake_us")}
         except (AttributeError, ValueError) as e:
             s["control_rate_hz"] = "not computed: %s" % e

@@ -1,5 +1,5 @@
 """The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
-record (host/logs.Recorder: the same rows timeseries.npz holds) and the goal process's
+record (host/report/logs.Recorder: the same rows timeseries.npz holds) and the goal process's
 side information (node log lines, team events, bus counters), for run.mcap and the live
 server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
 ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 
 from bus_protocol import states
-from host.logs import COMPONENTS
+from host.report.logs import COMPONENTS
 from host.rmdac import K0_NAMES
 
 SILENT = -1   # host/goal_process.SILENT: no torque came in the tick

@@ -1,4 +1,4 @@
-# Out-of-tree QEMU board (BOARD_DIR) for host/mcu.py: code compiled for a Cortex-M0+
+# Out-of-tree QEMU board (BOARD_DIR) for host/tools/mcu.py: code compiled for a Cortex-M0+
 # (ARMv6-M, the RP2040's instruction set, no FPU: soft single-precision floats), run on
 # QEMU's mps2-an385 machine (a Cortex-M3, which executes ARMv6-M code unchanged).
 include $(BOARD_DIR)/../mps2.mk

@@ -1,4 +1,4 @@
-# Out-of-tree QEMU board (BOARD_DIR) for host/mcu.py: a Cortex-M4F with its
+# Out-of-tree QEMU board (BOARD_DIR) for host/tools/mcu.py: a Cortex-M4F with its
 # single-precision FPU, as on an STM32F4, on QEMU's mps2-an386 machine. Floats are
 # single precision (MICROPY_FLOAT_IMPL = float), as the stm32 and rp2 ports build them.
 include $(BOARD_DIR)/../mps2.mk

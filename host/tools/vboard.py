@@ -19,7 +19,7 @@ import tty
 from pathlib import Path
 
 from host.runners.children import micropython_path
-from host.vwire import link_pty, unlink_pty
+from host.tools.vwire import link_pty, unlink_pty
 
 BOOT = ("import os, sys\n"
         "os.umount('/')\n"
@@ -160,7 +160,7 @@ class VirtualBoard:
 
 
 def main(path, fsdir=None):
-    from host.flash import register_vboard
+    from host.tools.flash import register_vboard
     vb = VirtualBoard(path, fsdir).open()
     signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(SystemExit(0)))
     note = register_vboard(vb.path)   # `linkteam boards` finds it without --ports

@@ -1,4 +1,4 @@
-"""The syntax of the thesis's scenario files (Appendix C; host/thesis_format.py maps
+"""The syntax of the thesis's scenario files (Appendix C; host/scenario/thesis_format.py maps
 their parameters): `define{X}` ... `end{X}` scopes, formal parameters `name = value`,
 informal ones `@ name = value`; values are numbers, vectors `<a b c>`, matrices
 `[<row> <row> ...]` or bare strings; `#` starts a comment. A syntax error names the

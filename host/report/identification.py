@@ -66,7 +66,7 @@ def summarise(sc, estimates):
 
 def plot(sc, estimates, out_dir):
     import matplotlib.pyplot as plt
-    from host.plots import _save
+    from host.report.plots import _save
     a = arrays(estimates)
     t, th = a["est_t"], a["est_theta"]
     pl = sc.raw["payload"]

@@ -71,7 +71,7 @@ def save(services, n, out_dir):
 
 def plot(services, n, out_dir, title):
     import matplotlib.pyplot as plt
-    from host.plots import _save
+    from host.report.plots import _save
     times, since = _measure(services)
     ticks, full, _ = _complete(times, n)
     last = np.argmax(full, axis=1) + 1

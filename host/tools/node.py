@@ -5,21 +5,21 @@ is firmware/params.py; the frames are COMMAND and CONFIG (bus_protocol/SPEC.md),
 answers STATUS and LOG lines "param ...".
 
 A parameter KEY is a dotted path into the link's config as the scenario writes it
-(host/scenario.py agent_configs): a link field (u_sat, q_low, q_high, mass), a behaviour
+(host/scenario/loader.py agent_configs): a link field (u_sat, q_low, q_high, mass), a behaviour
 field (behaviours.centering.kq) or a safety field (safety.watchdog_ms); a value is checked
-against the scenario schema (host/scenario_schema.py) before it is sent."""
+against the scenario schema (host/scenario/scenario_schema.py) before it is sent."""
 import json
 import time
 
 from bus_protocol import messages as m
 from bus_protocol import states
 from host.errors import ScenarioError, UsageError
-from host.scenario_schema import BEHAVIOURS, LINK, _Checker
+from host.scenario.scenario_schema import BEHAVIOURS, LINK, _Checker
 
 REPLY_S = 2.0   # how long a command waits for the node's answer
 
 
-# the link fields a node's config holds as they are (host/scenario.py agent_configs; the
+# the link fields a node's config holds as they are (host/scenario/loader.py agent_configs; the
 # rest are the plant's, or the DH table's, fixed by the arm)
 NODE_LINK_FIELDS = ("u_sat", "q_low", "q_high", "mass", "centroid", "brake_at_start")
 
@@ -38,7 +38,7 @@ def param_spec(key):
         if spec is not None and not isinstance(spec, dict):
             return spec
     raise UsageError("%r is not a parameter: a link field (%s), safety.FIELD or behaviours.NAME.FIELD "
-                     "(host/scenario_schema.py)" % (key, ", ".join(NODE_LINK_FIELDS)))
+                     "(host/scenario/scenario_schema.py)" % (key, ", ".join(NODE_LINK_FIELDS)))
 
 
 def parse_value(key, text):
@@ -162,7 +162,7 @@ def run(a, out):
         if not (0.0 < a.seconds <= 60.0 and 1.0 <= a.refresh_hz <= 500.0):
             raise UsageError("jog: --for 0-60 s and --refresh-hz 1-500")
         if a.scenario:   # within the link's limits, checked here before anything moves
-            from host.scenario import load
+            from host.scenario.loader import load
             sc = load(a.scenario)
             if not 1 <= a.link <= sc.n:
                 raise UsageError("--link %d: scenario %s has links 1-%d" % (a.link, sc.name, sc.n))

@@ -1,6 +1,6 @@
 """Scenario loading (docs/design.md §8): a TOML file -> a validated `Scenario`.
 
-Every field is declared once in host/scenario_schema.py (SCHEMA) with its type, default
+Every field is declared once in host/scenario/scenario_schema.py (SCHEMA) with its type, default
 and range; a missing, unknown or out-of-range field is a `ScenarioError` naming the file,
 the line and the field. The result is plain data: `arm` (sim_host's dict), `agent_configs` (one dict per
 link, what a board reads as JSON), RMDAC gains, trajectory knots and obstacles.
@@ -10,10 +10,10 @@ import tomllib
 from pathlib import Path
 
 from firmware.identification import MASS, N_PAR, PLANAR
-from host import thesis_format
+from host.scenario import thesis_format
 from host.errors import ScenarioError
-from host.scenario_schema import BEHAVIOURS, SCHEMA, _Checker, _line_of
-from host.toml_writer import dumps
+from host.scenario.scenario_schema import BEHAVIOURS, SCHEMA, _Checker, _line_of
+from host.scenario.toml_writer import dumps
 from sim_host import faults as fault_kinds
 
 
@@ -53,7 +53,7 @@ class Scenario:
             self._neighbours(i, cfg)
         self._injections()
         self.controller = raw["controller"]
-        self.gains_from = None   # from_dict: a tuned overlay's arm against this one (host/tune_gains.py)
+        self.gains_from = None   # from_dict: a tuned overlay's arm against this one (host/studies/tune_gains.py)
 
     def _links(self, rob):
         links = [dict(rob["link"]) for _ in range(self.n)]
@@ -176,7 +176,7 @@ def _merge(a, b):
 
 
 def merge(a, b):
-    """Scenario data `b` over `a`, as a file extending `a` would write it (host/envelope.py's
+    """Scenario data `b` over `a`, as a file extending `a` would write it (host/studies/envelope.py's
     cells): tables merge key by key, values and arrays replace."""
     return _merge(a, b)
 
@@ -253,7 +253,7 @@ def from_dict(data, path="<dict>", sources=None):
     chk = _Checker(sources or [(str(path), "")])
     sc = Scenario(chk.table(data, SCHEMA, ""), path)
     _check_semantics(sc, chk)
-    from host.tune_gains import gains_from
+    from host.studies.tune_gains import gains_from
     sc.gains_from = gains_from(sc, sources)
     return sc
 

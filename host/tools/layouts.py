@@ -8,7 +8,7 @@ they are used.
     not), also in an asm_thumb function's operands (firmware/accel/thumb.py);
   * firmware/native/linkcore_layout.h: every table entry as a #define for the C core.
 
-`python -m host.layouts --check` (and tests/test_layouts.py) fails when a file on disk
+`python -m host.tools.layouts --check` (and tests/test_layouts.py) fails when a file on disk
 is not what the table makes of it."""
 import ast
 import sys
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from firmware import layout
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "# ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----"
 END = "# ---- end of layout ----"
 HEADER = ROOT / "firmware" / "native" / "linkcore_layout.h"

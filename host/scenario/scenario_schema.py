@@ -120,7 +120,7 @@ SCHEMA = {
                    "kp": F("float", 100.0, 0.0), "kv": F("float", 20.0, 0.0),
                    "k_ik": F("float", 10.0, 0.0), "dls_lambda": F("float", 0.05, 0.0),
                    "model_payload": F("bool", True)},
-    # where a gains overlay came from: `linkteam tune` writes it (host/tune_gains.py)
+    # where a gains overlay came from: `linkteam tune` writes it (host/studies/tune_gains.py)
     "tuned": {"arm": F("str", None), "arm_name": F("str", None), "arm_summary": F("str", None),
               "study": F("str", None), "trial": F("int", None, 0),
               # a scenario that applies them to another arm on purpose says why here:

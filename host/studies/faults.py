@@ -9,7 +9,7 @@ from pathlib import Path
 
 from host.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fault_summary(loop):

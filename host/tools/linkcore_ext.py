@@ -4,13 +4,13 @@ so that `import linkcore` works in every process of the environment and the in-p
 agents run on it (firmware/linkstate.py). `make setup` runs it; a build that fails
 leaves the pure-Python firmware in use and says so once, it never fails the setup.
 
-    python -m host.linkcore_ext          # build (when the sources changed), print the note
+    python -m host.tools.linkcore_ext          # build (when the sources changed), print the note
 """
 import os
 import sys
 import sysconfig
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NATIVE_SRC = os.path.join(ROOT, "firmware", "native")
 SOURCES = ("linkcore_cpython.c", "linkcore_core.h", "linkcore_layout.h")
 # the float operations exactly as written (no fused multiply-add: every operation rounded,

@@ -5,15 +5,15 @@
     theTrajectory.spt  end-effector knot points (4x4 homogeneous positions)
     theObstacle.obs    obstacles, each with its own knot points (optional)
 
-Syntax (host/thesis_syntax.py): `define{X}` ... `end{X}` scopes (nested: controller in
+Syntax (host/scenario/thesis_syntax.py): `define{X}` ... `end{X}` scopes (nested: controller in
 link, knotpoint in obstacle), formal parameters `name = value`, informal ones
 `@ name = value`; values are numbers (exponential format), vectors `<a b c>`, matrices
 `[<row> <row> ...]` or bare strings. `#` starts a comment (our addition). Every
 parameter is either mapped to our TOML schema or rejected: an error names the file, the
 line and the offending text.
 
-`to_dict(dir)` builds the same dict a TOML file holds; host.scenario.load validates it
-(from_dict) and host.scenario.convert_thesis writes it as TOML.
+`to_dict(dir)` builds the same dict a TOML file holds; host.scenario.loader.load validates it
+(from_dict) and host.scenario.loader.convert_thesis writes it as TOML.
 
 Mapping (names from Appendix C; those marked * are our additions, documented here):
   link: name, type, theta, offset (d), alpha, length (a), mass, saturation (u_sat),
@@ -38,7 +38,7 @@ import math
 from pathlib import Path
 
 from host.errors import ScenarioError
-from host.thesis_syntax import Parser, Reader
+from host.scenario.thesis_syntax import Parser, Reader
 
 FILES = ("theRobot.rbt", "theGoals.dat", "theTrajectory.spt", "theObstacle.obs")
 

@@ -15,7 +15,7 @@ def _obstacles(summary, t):
     """(radius, positions (len(t), 3)) per obstacle, from the scenario the run used."""
     try:
         from host.runners.base import obstacle_paths
-        from host.scenario import load
+        from host.scenario.loader import load
         sc = load(summary["path"])
     except Exception:
         return []

@@ -37,11 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from host.scenario import from_dict, merge, read_toml
-from host.tune_report import _e, gains_toml, plots, report, ship
-from host.tune_space import _applicable, default_space, load_space, overlay, thesis_values
+from host.scenario.loader import from_dict, merge, read_toml
+from host.studies.tune_report import _e, gains_toml, plots, report, ship
+from host.studies.tune_space import _applicable, default_space, load_space, overlay, thesis_values
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DIVERGED = 100.0   # score of an aborted run: far above any run that tracks (thesis gains: 1.0)
                    # and up to twice that for an early abort, so the sampler learns which way is stable
 W_PHI = 0.5        # per unit of orientation-error ratio above the thesis gains'
@@ -132,7 +132,7 @@ class Objective:
         for step, c in enumerate(self.cases):
             check_stop()
             r = run_case(c, params)
-            if r["reason"].startswith("interrupted ("):   # host/logs.py RunDir: "interrupted (SIGTERM)"
+            if r["reason"].startswith("interrupted ("):   # host/report/logs.py RunDir: "interrupted (SIGTERM)"
                 raise KeyboardInterrupt(r["reason"][len("interrupted ("):-1])
             trial.set_user_attr("e_rms %s" % c["label"], r["e_rms"])
             scores.append(score(r, self.baselines[c.get("base", c["label"])]))
@@ -438,7 +438,7 @@ def check_stop():
 
 
 def stop_on_sigterm():
-    """SIGTERM stops a worker: a run in progress ends through host/logs.py's own handler,
+    """SIGTERM stops a worker: a run in progress ends through host/report/logs.py's own handler,
     otherwise at the next run or trial (not inside a storage write, whose file lock an
     exception could leave behind); the trial it was in is queued again."""
     import signal
@@ -616,8 +616,8 @@ def _main(a):
     best = study.best_trial
     params = dict(best.params)
     gains = out / "gains.toml"
-    from host.scenario import from_dict as _from_dict
-    from host.tune_gains import tuned_table
+    from host.scenario.loader import from_dict as _from_dict
+    from host.studies.tune_gains import tuned_table
     tuned = tuned_table(_from_dict(data0, a.scenarios[0]), name, best.number)
     gains.write_text(gains_toml(params, [
         "Tuned RMDAC gains: linkteam tune, study %s, trial #%d, objective %.4f (thesis gains 1.0)" % (name, best.number, best.value),

@@ -5,10 +5,10 @@ import json
 import subprocess
 from pathlib import Path
 
-from host.flash import mpremote, soft_reset_to_main
+from host.tools.flash import mpremote, soft_reset_to_main
 from host.runners.children import micropython_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Per-hop compute measured with benchmarks/mp_node_cycle.py on the MicroPython unix port
 # (development machine, x64), plus wake_us: the OS waking the next process (desktop

@@ -1,6 +1,6 @@
 """`linkteam budget`: bytes per control cycle, chain latency and the highest control
 rate for N links on a UART daisy chain, classic CAN or CAN-FD, from the protocol's real
-frame sizes (bus_protocol) and per-hop compute (host/hop_compute.py: measured under
+frame sizes (bus_protocol) and per-hop compute (host/tools/hop_compute.py: measured under
 MicroPython, priced from an emulated board's instruction counts, or given).
 
 The latency is a small discrete-event simulation of one cycle (docs/design.md §6): lines are
@@ -20,7 +20,7 @@ import math
 
 from bus_protocol import medium
 from bus_protocol import messages as m
-from host.hop_compute import BOARDS, DEFAULT_COMPUTE, board_compute
+from host.tools.hop_compute import BOARDS, DEFAULT_COMPUTE, board_compute
 
 BUS_FORMS = "uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA (bit/s; 1000000, 1e6, 1M or 500k)"
 _SI = {"k": 1e3, "K": 1e3, "M": 1e6}
