@@ -31,7 +31,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/run_all.py
 
-# instructions per phase of an agent cycle on emulated Cortex-M4F / M0+ boards -> bench/results.json
+# instructions per phase of an agent cycle on emulated Cortex-M4F / M0+ boards -> benchmarks/results.json
 mcu-bench: setup
 	$(PY) benchmarks/mcu/mcu_bench.py --install
 

@@ -82,11 +82,11 @@ def main(repeats=5):
         extra()
 
 
-RESULTS = ROOT / "bench" / "results.json"
+RESULTS = ROOT / "benchmarks" / "results.json"
 
 
 def save(fields):
-    """Merge fields into bench/results.json (make mcu-bench writes its own keys there)."""
+    """Merge fields into benchmarks/results.json (make mcu-bench writes its own keys there)."""
     import json
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     data.update(fields)
@@ -195,7 +195,7 @@ EXTRA.append(fuzz)
 
 
 def fault_cost():
-    from host.studies.faults import cost_table
+    from host.studies.fault_study import cost_table
     print(cost_table())
 
 

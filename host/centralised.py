@@ -38,7 +38,7 @@ import numpy as np
 
 from firmware import behaviours
 from host import trajectory as tr
-from host.goal_process import GoalProcess
+from host.controller import GoalProcess
 from host.runners.inprocess import make_agents
 from sim_host.model import build_mjcf
 

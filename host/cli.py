@@ -111,16 +111,16 @@ def cmd_animate(a):
 
 
 def cmd_faults(a):
-    from host.studies import faults
-    results = faults.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
-    print("wrote faults/REPORT.md (%d runs)" % len(results))
+    from host.studies import fault_study
+    results = fault_study.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
+    print("wrote experiments/FAULTS.md (%d runs)" % len(results))
     return 0 if all(s.get("status") == "ok" for _, s in results) else 3
 
 
 def cmd_console(a):
     from pathlib import Path
 
-    from host import services
+    from host import node_services
     if not (a.run or a.scenario):
         sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
         return 2
@@ -129,9 +129,9 @@ def cmd_console(a):
     if a.link < 1 or (links and a.link > links):
         raise UsageError("--link %d: %s has links 1-%s" % (a.link, run_dir, links or "N"))
     sys.stderr.write("linkteam console: waiting up to %.0f s for link %d's log (%s) of a processes or hil run "
-                     "to %s ...\n" % (a.wait, a.link, services.node_log_path("", a.link), run_dir))
+                     "to %s ...\n" % (a.wait, a.link, node_services.node_log_path("", a.link), run_dir))
     try:
-        services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
+        node_services.follow(run_dir, a.link, sys.stdout, wait_s=a.wait)
     except FileNotFoundError as e:
         sys.stderr.write("linkteam console: gave up: %s\n" % e)
         return 1
@@ -142,7 +142,7 @@ def cmd_console(a):
 
 def _run_links(run_dir, scenario):
     """How many links the run (its summary, finished or under way) or the scenario has; None if unknown."""
-    from host.report.logs import partial_dir
+    from host.report.run_dir import partial_dir
     for d in (partial_dir(run_dir), run_dir):
         try:
             return int(json.loads((d / "summary.json").read_text())["links"])
@@ -481,7 +481,7 @@ def main(argv=None):
     o.set_defaults(fn=cmd_console)
     _add_thesis_commands(sub)
     fl = sub.add_parser("faults", help="run scenarios/faults/ in-process and in processes mode (UART ring, CAN) "
-                        "and write faults/REPORT.md")
+                        "and write experiments/FAULTS.md")
     fl.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios (and the fault-free reference-ft)")
     fl.add_argument("--modes", nargs="+", metavar="MODE",
                     help="of: in-process, 'processes uart ring', 'processes can' (default all)")
@@ -552,7 +552,7 @@ def main(argv=None):
     g.add_argument("--board", choices=("stm32f4-168mhz", "rp2040-125mhz"),
                    help="per-hop compute of this board from make mcu-bench's instruction counts "
                         "(--results; cycles per instruction in host/tools/hop_compute.py BOARDS)")
-    g.add_argument("--results", default="bench/results.json", help="make mcu-bench's results (with --board)")
+    g.add_argument("--results", default="benchmarks/results.json", help="make mcu-bench's results (with --board)")
     g.add_argument("--from-run", metavar="RUN_DIR",
                    help="per-hop compute from the instructions a `--mode boards` run counted (its summary.json), "
                         "priced for --board (default: the profile of the run's build)")
@@ -594,7 +594,7 @@ def _call(fn, a, cmd):
     except ScenarioError as e:
         sys.stderr.write("linkteam %s: scenario error: %s\n" % (cmd, _one_line(e)))
         return EXIT_BAD_INPUT
-    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/report/logs.py)
+    except (UsageError, FileExistsError, FlashError) as e:   # FileExistsError: --out not a run's (host/report/run_dir.py)
         sys.stderr.write("linkteam %s: %s\n" % (cmd, _one_line(e)))
         return e.status if isinstance(e, FlashError) and e.status else EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bus_protocol import states
-from host.report import critical_path, logs, metrics, plots
+from host.report import critical_path, metrics, plots, run_dir
 from host.runners.base import ControlLoop
 from host.scenario.loader import ScenarioError
 
@@ -26,7 +26,7 @@ def vm_steal_ms():
 
 def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=True, previous="replace", live=None,
                  live_wait=0.0, telemetry=True, **opts):
-    """Run sc into out_dir (default runs/NAME), written as it goes (host/report/logs.py: RunDir;
+    """Run sc into out_dir (default runs/NAME), written as it goes (host/report/run_dir.py: RunDir;
     `previous`: keep, moved aside, or replace a run already there), run.mcap with it
     (host/telemetry); live = (address, port): the same topics served live, the first tick
     held until a client subscribes or `live_wait` s pass; returns (summary, run directory)."""
@@ -34,7 +34,7 @@ def run_scenario(sc, out_dir=None, mode="inprocess", quiet=False, make_plots=Tru
         raise ScenarioError(sc.path, None, "controller.kind", "%r runs in-process only (it bypasses "
                             "the agents), not in %s mode" % (sc.controller["kind"], mode))
     header = "scenario %s (%s), %d links, mode %s" % (sc.name, sc.path, sc.n, mode)
-    with logs.RunDir(out_dir or Path("runs") / sc.name, header, previous, live, telemetry) as rd:
+    with run_dir.RunDir(out_dir or Path("runs") / sc.name, header, previous, live, telemetry) as rd:
         if sc.gains_from:   # tuned gains and the arm they were tuned on
             from host.studies.tune_gains import describe
             rd.log(describe(sc.gains_from))
@@ -92,8 +92,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
     summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
-    if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/studies/faults.py)
-        from host.studies.faults import fault_summary
+    if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/studies/fault_study.py)
+        from host.studies.fault_study import fault_summary
         summary["faults"] = fault_summary(loop)
         log_lines += ["%.3f host: link %d %s" % entry for entry in loop.gp.events]
     if mode != "inprocess":   # every node's completion history (NYMPH)
@@ -111,9 +111,9 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
         critical_path.save(loop.gp.services, sc.n, out_dir)
     loop.gp.services.close()
     if loop.gp.estimates:   # the last link's load estimate (seed 001)
-        from host.report import identification
-        summary["payload_estimate"] = identification.summarise(sc, loop.gp.estimates)
-        meta.update(identification.arrays(loop.gp.estimates))
+        from host.report import payload_estimate
+        summary["payload_estimate"] = payload_estimate.summarise(sc, loop.gp.estimates)
+        meta.update(payload_estimate.arrays(loop.gp.estimates))
     rd.finish(summary, arr, log_lines, meta)
     if make_plots and arr and len(arr["t"]) > 1:
         try:
@@ -122,8 +122,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
             if mode != "inprocess" and loop.gp.services.finish:
                 critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
             if loop.gp.estimates:
-                from host.report import identification
-                identification.plot(sc, loop.gp.estimates, out_dir)
+                from host.report import payload_estimate
+                payload_estimate.plot(sc, loop.gp.estimates, out_dir)
         except Exception as e:  # plots must never lose the run
             rd.log("plotting failed: %r" % (e,))
     return summary

@@ -1,5 +1,5 @@
 """`linkteam budget --board`: per-hop compute of a real board priced from make mcu-bench's
-instruction counts (bench/results.json), checked by hand arithmetic."""
+instruction counts (benchmarks/results.json), checked by hand arithmetic."""
 import json
 
 import pytest

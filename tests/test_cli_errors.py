@@ -74,7 +74,7 @@ def bad_inputs(tmp):
         (["node", "--ports", "udp:47000", "--link", "1", "set", "u_sat", "-1"], "u_sat"),
         (["node", "--ports", "udp:47000", "--link", "1", "jog", "--torque", "1e6", "--scenario", HIL2], "u_sat"),
         (["node", "--ports", "udp:47000", "--link", "1", "jog"], "--torque"),
-        (["faults", "--only", "no-such-fault"], "no-such-fault"),   # nothing runs, REPORT.md kept
+        (["faults", "--only", "no-such-fault"], "no-such-fault"),   # nothing runs, FAULTS.md kept
         (["faults", "--modes", "in process"], "in process"),
         (["run", HIL2, "--out", "/proc/nope/x"], "--out"),
         (["animate", str(corrupt)], "summary.json"),

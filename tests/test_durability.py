@@ -1,4 +1,4 @@
-"""What a run directory holds when a run does not end normally (host/report/logs.py RunDir):
+"""What a run directory holds when a run does not end normally (host/report/run_dir.py RunDir):
 an unstable plant, Ctrl-C, SIGTERM, and a run killed outright, which must leave the
 previous run whole. Signals are sent once the run has written a chunk of its time series
 (the run is under way); the runs are long enough that none finishes first."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from host.cli import main
-from host.report.logs import load_run
+from host.report.run_dir import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = (ROOT / "scenarios" / "reference.toml").as_posix()

@@ -126,7 +126,7 @@ def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free
 def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path):
     from bus_protocol import messages as m
     from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
-    from host.goal_process import GoalProcess
+    from host.controller import GoalProcess
     gp = GoalProcess(scenario(tmp_path))
     gp.begin(7, 7 / 120.0)
 
@@ -190,7 +190,7 @@ def test_status_is_asked_for_again_where_it_was_lost(tmp_path):
     for some links is followed by another that asks again, until every link not known dead
     has answered; a dead link is not waited for, and stays in nodes_missing."""
     from bus_protocol import messages as m
-    from host.goal_process import GoalProcess
+    from host.controller import GoalProcess
     from host.runners import wallclock
     gp = GoalProcess(scenario(tmp_path))
     gp.dead = {6}   # link 7's process is gone
@@ -307,10 +307,10 @@ def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
 
 
 def test_linkteam_faults_writes_the_report(tmp_path):
-    from host.studies import faults
-    results = faults.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
+    from host.studies import fault_study
+    results = fault_study.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
     assert [(p.stem, s["status"]) for (p, _, _), s in results] == [("reference-ft", "ok"), ("motor-weak-link2", "ok")]
-    text = (tmp_path / "f" / "REPORT.md").read_text()
+    text = (tmp_path / "f" / "FAULTS.md").read_text()
     row = [line for line in text.splitlines() if line.startswith("| motor-weak-link2 | in-process | ok |")]
     assert len(row) == 1 and "motor_weak link 2 gain=0.5" in row[0]
     cost = [line for line in text.splitlines() if line.startswith("| check d=1 |")]
@@ -375,7 +375,7 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
 
     from bus_protocol import messages as m
     from bus_protocol.states import RUN
-    from host import goal_process as gpm
+    from host import controller as gpm
     from host.scenario.loader import load
     sc = load(Path(REPO) / "scenarios" / "reference.toml")
     gp = gpm.GoalProcess(sc)

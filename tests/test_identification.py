@@ -14,7 +14,7 @@ from host.runners import inprocess
 from host.runners.base import ControlLoop
 from tests.conftest import MICROPYTHON, REPO, run_both
 
-UNKNOWN = REPO / "scenarios" / "seeds" / "unknown-payload.toml"
+UNKNOWN = REPO / "scenarios" / "identification" / "unknown-payload.toml"
 
 
 def _scenario(path, duration=None, **payload):
@@ -94,7 +94,7 @@ def test_identifying_agents_same_under_micropython():
 
 
 def test_spatial_payload_identified_with_all_ten_parameters():
-    sc = scenario.load(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
+    sc = scenario.load(REPO / "scenarios" / "identification" / "unknown-payload-spatial.toml")
     sc.duration = 2.0
     loop, _ = _record(sc, [])
     th = loop.agents[-1].ident.est.theta
@@ -122,7 +122,7 @@ def test_identified_payload_goes_into_the_weight_assertion():
     """Not told of the load, the last link's weight assertion carries the estimated mass
     once the estimate is in use: at the end of a 2 s run -(m_link + m_hat) g, m_hat near
     the plant's 3 kg (the link alone would assert 0.5 kg)."""
-    sc = scenario.load(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
+    sc = scenario.load(REPO / "scenarios" / "identification" / "unknown-payload-spatial.toml")
     assert "load" not in sc.agent_configs[-1]
     sc.duration = 2.0
     loop, forces = _last_link_weights(sc)
@@ -135,7 +135,7 @@ def test_identified_payload_goes_into_the_weight_assertion():
 def test_known_payload_goes_into_the_weight_assertion():
     """Told of the load, the last link asserts the weight of itself and the load at p_N:
     the force is -(m_link + m_load) g."""
-    data, sources = scenario.read_toml(REPO / "scenarios" / "seeds" / "unknown-payload-spatial.toml")
+    data, sources = scenario.read_toml(REPO / "scenarios" / "identification" / "unknown-payload-spatial.toml")
     data.pop("identification")
     data["payload"]["known"] = True
     sc = scenario.from_dict(data, "x", sources)

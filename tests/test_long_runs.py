@@ -1,9 +1,9 @@
 """A run's memory does not grow with its duration: ticks are made as the run goes
 (ControlLoop.tick_steps), and the recorder lets go of rows once they are on disk
-(host/report/logs.py Recorder.reload), reading them back for the end."""
+(host/report/run_dir.py Recorder.reload), reading them back for the end."""
 import numpy as np
 
-from host.report.logs import Recorder
+from host.report.run_dir import Recorder
 from host.runners import inprocess
 from host.runners.base import ControlLoop
 from host.scenario.loader import load
@@ -20,7 +20,7 @@ def test_a_run_of_1e12_seconds_starts_at_once_and_stops_cleanly(tmp_path):
     def stop_after_50(k, t):
         record(k, t)
         if k == 50:
-            loop.interrupted = True   # as the SIGINT/SIGTERM handler does (host/report/logs.py RunDir)
+            loop.interrupted = True   # as the SIGINT/SIGTERM handler does (host/report/run_dir.py RunDir)
 
     loop.record = stop_after_50
     stats = inprocess.run(loop)

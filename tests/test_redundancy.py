@@ -8,9 +8,9 @@ import pytest
 from bus_protocol import messages as m
 from host.tools import budget
 from bus_protocol import states as sc_states
-from host.goal_process import GoalProcess
+from host.controller import GoalProcess
 from host.run import run_scenario
-from sim_host.faults import FaultSet
+from sim_host.fault_injection import FaultSet
 from tests import mp_redundancy as mr
 from tests.conftest import same_under_both
 from tests.dh_reference import dh_matrix

@@ -1,4 +1,4 @@
-"""A run directory is never silently replaced (host/report/logs.py RunDir previous=): `linkteam
+"""A run directory is never silently replaced (host/report/run_dir.py RunDir previous=): `linkteam
 run` moves a finished run aside to OUT.YYYYmmdd-HHMMSS, `--force` replaces it; a scenario
 that extends another runs under its own file's name."""
 import json

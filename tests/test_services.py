@@ -8,7 +8,7 @@ import numpy as np
 
 from bus_protocol import messages as m
 from host.report import critical_path
-from host import services
+from host import node_services
 from host.run import run_scenario
 from host.scenario.loader import load
 from tests.conftest import REPO, run_both
@@ -37,7 +37,7 @@ def test_node_services_same_under_micropython_and_cpython():
 
 
 def test_host_services_unwrap_finish_clock_and_write_node_logs(tmp_path):
-    hs = services.HostServices()
+    hs = node_services.HostServices()
     hs.open(tmp_path, shared_clock=True)
     hs.open_tick(100)
     t_open = hs._opened[100]
@@ -49,13 +49,13 @@ def test_host_services_unwrap_finish_clock_and_write_node_logs(tmp_path):
     hs.close()
     assert hs.finish == {(100, 2): 900}
     assert hs.finish_common == {(100, 2): 1500}
-    text = services.node_log_path(tmp_path, 2).read_text().splitlines()
+    text = node_services.node_log_path(tmp_path, 2).read_text().splitlines()
     assert "cycles 100-111 finished after 900 us (median), 900 us (max), 11 not acted" in text[0]
     assert text[1].endswith("hello")
 
 
 def test_critical_path_names_the_node_last_most_often():
-    hs = services.HostServices()
+    hs = node_services.HostServices()
     rng = np.random.default_rng(1)
     last = []
     for tick in range(200):
@@ -73,10 +73,10 @@ def test_critical_path_names_the_node_last_most_often():
 
 
 def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
-    """A run writes RUN.partial and renames it to RUN at its end (host/report/logs.py)."""
-    from host.report.logs import partial_dir
+    """A run writes RUN.partial and renames it to RUN at its end (host/report/run_dir.py)."""
+    from host.report.run_dir import partial_dir
     run = tmp_path / "run"
-    path = services.node_log_path(partial_dir(run), 4)
+    path = node_services.node_log_path(partial_dir(run), 4)
 
     def writer():
         time.sleep(0.3)
@@ -98,11 +98,11 @@ def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
 
         def flush(self):
             pass
-    n = services.follow(run, 4, Out(), poll_s=0.01, wait_s=30)
+    n = node_services.follow(run, 4, Out(), poll_s=0.01, wait_s=30)
     th.join()
     assert n == 5 and Out.text == "".join("line %d\n" % i for i in range(5))
     Out.text = ""
-    assert services.follow(run, 4, Out(), wait_s=0) == 5   # a finished run: printed whole
+    assert node_services.follow(run, 4, Out(), wait_s=0) == 5   # a finished run: printed whole
 
 
 def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
@@ -118,7 +118,7 @@ def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
     assert data["finish_common_us"].shape[1] == 10
     assert "finish_us" not in np.load(out / "timeseries.npz")   # the plant's record stays as in process
     for link in range(1, 11):
-        assert "finished after" in services.node_log_path(out, link).read_text()
+        assert "finished after" in node_services.node_log_path(out, link).read_text()
     assert json.loads((out / "summary.json").read_text())["critical_path"]["node_most_often"] == cp["node_most_often"]
 
 

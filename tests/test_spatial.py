@@ -133,7 +133,7 @@ def _run(tmp_path, text, name):
 def test_gravity_scenario_tracks_and_sags_without_compensation(tmp_path):
     """Unopposed along the redundant directions, gravity lowers the arm (its links' mean
     height falls) even while the tool point tracks; the weight assertions hold it up."""
-    from host.report.logs import load_run
+    from host.report.run_dir import load_run
     base = 'extends = "%s"\n' % (ROOT / "scenarios" / "spatial7-gravity.toml")
     on = _run(tmp_path, base + 'name = "on"\n', "on")
     assert on["status"] == "ok" and on["e_rms_m"] < 3e-3 and on["phi_rms_rad"] < 1e-2, on

@@ -1,6 +1,6 @@
 """Bus faults of the emulated medium (bus_protocol/wire_faults.py: processes mode's node
 ports and host transport), the same under MicroPython and CPython; rates against the
-binomial law, the wires they hit as sim_host/faults.py defines them."""
+binomial law, the wires they hit as sim_host/fault_injection.py defines them."""
 import math
 
 from bus_protocol import messages as m

@@ -7,7 +7,7 @@ linkcore (firmware/native/linkcore.c, a .mpy file loaded into RAM) and the modul
 frozen, imported from .mpy files on a filesystem (copied into RAM) and from the same
 .mpy files in a ROMFS image (executed in place); and once with the frozen pure Python
 alone (the "python" figures: a board without linkcore.mpy). Writes the figures into
-bench/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
+benchmarks/results.json under "mcu" and prints a table. Instruction counts: 1 us of guest
 time = 1000 instructions under -icount shift=0.
 
     MICROPY_SRC=path/to/micropython-src.tar.gz python benchmarks/mcu/mcu_bench.py [--only m4f]
@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 
 from host.tools import mcu  # noqa: E402
 
-RESULTS = os.path.join(ROOT, "bench", "results.json")
+RESULTS = os.path.join(ROOT, "benchmarks", "results.json")
 PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll", "cycle_status", "cycle_timing")
 # the targets for the M4F build (instructions, bytes)
 TARGETS = {"k_hop": 20000, "goal_hop": 25000, "forward": 5000, "cycle": 60000,
@@ -71,7 +71,7 @@ def measure(name, lines=False):
                     for ln in split.splitlines() if ln.startswith("SPLIT ")}
     python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
     out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
-    # the cost of fault tolerance (benchmarks/mp_fault_cost.py, faults/REPORT.md), with and
+    # the cost of fault tolerance (benchmarks/mp_fault_cost.py, experiments/FAULTS.md), with and
     # without linkcore: 40 cycles, one round, SysTick-timed from a collected heap
     cost = "import mp_fault_cost\nmp_fault_cost.main(40, 1)"
     out["fault_cost"] = parse_cost(mcu.run(name, elf, native + cost))

@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from host.report.logs import COMPONENTS  # noqa: E402
+from host.report.run_dir import COMPONENTS  # noqa: E402
 
 
 def _save(fig, path, dpi=110):

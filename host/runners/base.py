@@ -8,11 +8,11 @@ import traceback
 
 import numpy as np
 
-from host.goal_process import SILENT, GoalProcess
-from host.report.logs import Recorder
+from host.controller import SILENT, GoalProcess
+from host.report.run_dir import Recorder
 from host.runners.stats import RunStats
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
-from sim_host.faults import FaultSet
+from sim_host.fault_injection import FaultSet
 from sim_host.plant import Plant
 from sim_host.virtual_hw import VirtualHardware
 
@@ -46,7 +46,7 @@ class ControlLoop:
         self.rec = Recorder(sc.n)
         self.stats = RunStats()
         self.late = False         # this tick's torques missed their deadline
-        self.interrupted = False  # set by a signal handler (host/report/logs.RunDir): stop at the next tick
+        self.interrupted = False  # set by a signal handler (host/report/run_dir.RunDir): stop at the next tick
 
     def tick_steps(self):
         """Plant step index of every control tick: ticks fall on the plant's time grid."""

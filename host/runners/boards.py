@@ -22,7 +22,7 @@ from bus_protocol import framing
 from host.tools import mcu
 from host.runners import processes
 from host.transports.stream import FdStreamTransport
-from sim_host.faults import wire_specs
+from sim_host.fault_injection import wire_specs
 
 PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py TimedChainNode
 # Emulated boards run ~50x slower than real time on a loaded 2-core machine (10 M4F boards:

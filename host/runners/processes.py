@@ -40,7 +40,7 @@ from bus_protocol import messages as m
 from host.runners import desktop, wallclock
 from host.runners.base import Aborted
 from host.runners.children import micropython_path
-from sim_host.faults import wire_specs
+from sim_host.fault_injection import wire_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 _LIVE = set()
@@ -56,7 +56,7 @@ _LIVE = set()
 # lost goals in a row drop the whole team and the start transient diverge.
 # Every run loses the same frames (bus_protocol/wire_faults.py); what is done about them is
 # timed (these, and a node's 2 ms hop timeout before it bridges), so a lockstep run with bus
-# faults repeats only as closely as the machine keeps those times (faults/REPORT.md).
+# faults repeats only as closely as the machine keeps those times (experiments/FAULTS.md).
 GOAL_QUIET_MS = (7, 250)
 STALE_AFTER_S = (0.005, 0.1)
 

@@ -1,6 +1,6 @@
 """Scenario loading (docs/design.md §8): a TOML file -> a validated `Scenario`.
 
-Every field is declared once in host/scenario/scenario_schema.py (SCHEMA) with its type, default
+Every field is declared once in host/scenario/schema.py (SCHEMA) with its type, default
 and range; a missing, unknown or out-of-range field is a `ScenarioError` naming the file,
 the line and the field. The result is plain data: `arm` (sim_host's dict), `agent_configs` (one dict per
 link, what a board reads as JSON), RMDAC gains, trajectory knots and obstacles.
@@ -12,9 +12,9 @@ from pathlib import Path
 from firmware.identification import MASS, N_PAR, PLANAR
 from host.scenario import thesis_format
 from host.errors import ScenarioError
-from host.scenario.scenario_schema import BEHAVIOURS, SCHEMA, _Checker, _line_of
+from host.scenario.schema import BEHAVIOURS, SCHEMA, _Checker, _line_of
 from host.scenario.toml_writer import dumps
-from sim_host import faults as fault_kinds
+from sim_host import fault_injection as fault_kinds
 
 
 class Scenario:

@@ -92,7 +92,7 @@ def diagnose(run_dir, window=24):
     sampled-data limit of a held force) or grew slowly, and how fast it grew."""
     import numpy as np
 
-    from host.report.logs import load_run
+    from host.report.run_dir import load_run
     _, d = load_run(run_dir)
     window = min(window, len(d.get("t", ())) - 1)
     if window < 6:

@@ -132,7 +132,7 @@ class Objective:
         for step, c in enumerate(self.cases):
             check_stop()
             r = run_case(c, params)
-            if r["reason"].startswith("interrupted ("):   # host/report/logs.py RunDir: "interrupted (SIGTERM)"
+            if r["reason"].startswith("interrupted ("):   # host/report/run_dir.py RunDir: "interrupted (SIGTERM)"
                 raise KeyboardInterrupt(r["reason"][len("interrupted ("):-1])
             trial.set_user_attr("e_rms %s" % c["label"], r["e_rms"])
             scores.append(score(r, self.baselines[c.get("base", c["label"])]))
@@ -438,7 +438,7 @@ def check_stop():
 
 
 def stop_on_sigterm():
-    """SIGTERM stops a worker: a run in progress ends through host/report/logs.py's own handler,
+    """SIGTERM stops a worker: a run in progress ends through host/report/run_dir.py's own handler,
     otherwise at the next run or trial (not inside a storage write, whose file lock an
     exception could leave behind); the trial it was in is queued again."""
     import signal

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from host.rmdac import U1_NAMES
 from host.errors import ScenarioError
-from host.scenario.scenario_schema import SCHEMA, _line_of
+from host.scenario.schema import SCHEMA, _line_of
 
 GAIN_TABLES = ("linear", "rotation")
 

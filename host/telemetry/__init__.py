@@ -2,7 +2,7 @@
 record, and with `live` the same topics on the Foxglove WebSocket protocol with a
 built-in live page (docs: README "Watch a run live").
 
-`Telemetry` is the run's handle on its telemetry process (sidecar.py): host/report/logs.RunDir
+`Telemetry` is the run's handle on its telemetry process (sidecar.py): host/report/run_dir.RunDir
 hands it the record's rows as the recorder flushes them (a file and one short line on a
 pipe that never blocks); the control loop itself does no encoding for it and never
 waits for it."""

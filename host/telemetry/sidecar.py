@@ -1,5 +1,5 @@
 """The telemetry process of a run (started by host/telemetry.Telemetry): it reads the
-per-tick record's rows as the run hands them over (host/report/logs.RunDir), encodes them
+per-tick record's rows as the run hands them over (host/report/run_dir.RunDir), encodes them
 (topics.Encoder), writes run.mcap (chunked, zstd) and, with --live, publishes the same
 messages on the Foxglove WebSocket protocol (server.Server). A process of its own, so
 that encoding and serving never take the control loop's time or memory.

@@ -1,5 +1,5 @@
 """The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
-record (host/report/logs.Recorder: the same rows timeseries.npz holds) and the goal process's
+record (host/report/run_dir.Recorder: the same rows timeseries.npz holds) and the goal process's
 side information (node log lines, team events, bus counters), for run.mcap and the live
 server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
 ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
@@ -25,10 +25,10 @@ import numpy as np
 import orjson
 
 from bus_protocol import states
-from host.report.logs import COMPONENTS
+from host.report.run_dir import COMPONENTS
 from host.rmdac import K0_NAMES
 
-SILENT = -1   # host/goal_process.SILENT: no torque came in the tick
+SILENT = -1   # host/controller.SILENT: no torque came in the tick
 BUS_HZ = 10.0
 SCENE_HZ = 20.0
 NODES_EVERY_S = 1.0

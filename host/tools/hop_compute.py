@@ -29,8 +29,8 @@ def hop_lines(text):
 def parse_compute(spec, board=None):
     """`--compute`: "k_us=900,goal_us=700,..." or "@FILE", a file holding the output of
     benchmarks/mp_node_cycle.py (run on the board: mpremote run benchmarks/mp_node_cycle.py),
-    or "@bench/results.json" (make mcu-bench) priced for `board` (default stm32f4-168mhz)."""
-    if spec.startswith("@") and spec.endswith(".json"):   # make mcu-bench's bench/results.json
+    or "@benchmarks/results.json" (make mcu-bench) priced for `board` (default stm32f4-168mhz)."""
+    if spec.startswith("@") and spec.endswith(".json"):   # make mcu-bench's benchmarks/results.json
         with open(spec[1:]) as f:
             return board_compute(json.load(f), board or "stm32f4-168mhz")
     if spec.startswith("@"):
@@ -54,7 +54,7 @@ def parse_compute(spec, board=None):
 
 
 # Boards priced from instruction counts measured on the emulated microcontroller
-# (make mcu-bench -> bench/results.json "mcu"): name -> (build, clock MHz, cycles per
+# (make mcu-bench -> benchmarks/results.json "mcu"): name -> (build, clock MHz, cycles per
 # instruction). QEMU counts instructions, not cycles; 1.5 cycles per instruction is the
 # pessimistic end of a Cortex-M4F running from flash behind the STM32F4's ART cache and of
 # a Cortex-M0+ executing from the RP2040's XIP flash cache (1.0 when every fetch hits).
@@ -74,7 +74,7 @@ def board_compute(results, board):
     build, mhz, cpi = BOARDS[board]
     r = results.get("mcu", {}).get(build)
     if r is None:
-        raise ValueError("bench/results.json has no mcu.%s figures: run make mcu-bench" % build)
+        raise ValueError("benchmarks/results.json has no mcu.%s figures: run make mcu-bench" % build)
     us = cpi / mhz   # microseconds per instruction
     return {"k_us": r["k_hop"] * us, "goal_us": r["goal_hop"] * us, "fwd_us": r["forward"] * us,
             "wake_us": r["idle_poll"] * us}

@@ -7,14 +7,14 @@ answers STATUS and LOG lines "param ...".
 A parameter KEY is a dotted path into the link's config as the scenario writes it
 (host/scenario/loader.py agent_configs): a link field (u_sat, q_low, q_high, mass), a behaviour
 field (behaviours.centering.kq) or a safety field (safety.watchdog_ms); a value is checked
-against the scenario schema (host/scenario/scenario_schema.py) before it is sent."""
+against the scenario schema (host/scenario/schema.py) before it is sent."""
 import json
 import time
 
 from bus_protocol import messages as m
 from bus_protocol import states
 from host.errors import ScenarioError, UsageError
-from host.scenario.scenario_schema import BEHAVIOURS, LINK, _Checker
+from host.scenario.schema import BEHAVIOURS, LINK, _Checker
 
 REPLY_S = 2.0   # how long a command waits for the node's answer
 
@@ -38,7 +38,7 @@ def param_spec(key):
         if spec is not None and not isinstance(spec, dict):
             return spec
     raise UsageError("%r is not a parameter: a link field (%s), safety.FIELD or behaviours.NAME.FIELD "
-                     "(host/scenario/scenario_schema.py)" % (key, ", ".join(NODE_LINK_FIELDS)))
+                     "(host/scenario/schema.py)" % (key, ", ".join(NODE_LINK_FIELDS)))
 
 
 def parse_value(key, text):

@@ -10,7 +10,7 @@ from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
 from firmware import behaviours, kinematic_bus, neighbours
 from host import trajectory as tr
 from host.rmdac import RMDAC, coordinate_gains
-from host.services import HostServices
+from host.node_services import HostServices
 
 # The host's check of every RUN torque against the arbitration of its own components,
 # u = sat(sum k_j u_j) (5.177, 6.216): TORQUE carries u and the components as float32,

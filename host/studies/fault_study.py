@@ -1,5 +1,5 @@
 """`linkteam faults`: every scenario in scenarios/faults/ in-process and in processes mode ->
-faults/REPORT.md (fault, reaction, time to detect, time to bridge, e_rms, e_max, recovered),
+experiments/FAULTS.md (fault, reaction, time to detect, time to bridge, e_rms, e_max, recovered),
 and the fault part of a run's summary.json."""
 import json
 import re
@@ -99,10 +99,10 @@ def label(mode, opts):
 WALL = ("reference-ft", "link5-dies", "link9-dies")   # also on the wall clock, one run at a time
 
 
-def main(only=(), modes=None, out="faults", lockstep=True, jobs=2, wall=WALL):
+def main(only=(), modes=None, out="experiments", lockstep=True, jobs=2, wall=WALL):
     from concurrent.futures import ThreadPoolExecutor
     scen = [ROOT / "scenarios" / "reference-ft.toml"] + sorted((ROOT / "scenarios" / "faults").glob("*.toml"))
-    # bad names are refused before anything runs (REPORT.md is rewritten from what runs)
+    # bad names are refused before anything runs (FAULTS.md is rewritten from what runs)
     unknown = sorted(set(only or ()) - {p.stem for p in scen})
     if unknown:
         raise UsageError("unknown fault scenario(s) %s; known: %s" % (", ".join(unknown), ", ".join(p.stem for p in scen)))
@@ -114,7 +114,7 @@ def main(only=(), modes=None, out="faults", lockstep=True, jobs=2, wall=WALL):
         scen = [p for p in scen if p.stem in only or p.stem == "reference-ft"]
     modes = [m for m in MODES if modes is None or label(*m) in modes]
     out = ROOT / out
-    runs = out / "runs"
+    runs = out / "fault-runs"
     jobs_list = [(p, mode, opts) for p in scen for mode, opts in modes]
 
     def go(job):
@@ -131,7 +131,7 @@ def main(only=(), modes=None, out="faults", lockstep=True, jobs=2, wall=WALL):
                 if p.stem in wall and mode == "processes":
                     d = runs / ("%s-%s-wall" % (p.stem, label(mode, opts).replace(" ", "-")))
                     walls.append(((p, mode, opts), run_one(p, mode, opts, d, lockstep=False)))
-    write_report(out / "REPORT.md", results, lockstep, walls)
+    write_report(out / "FAULTS.md", results, lockstep, walls)
     return results + walls
 
 
@@ -218,16 +218,16 @@ def cost_table():
     return "\n".join(out) + "\n" + mcu_cost_table([" ".join(f[1:-6]) for f in rows])
 
 
-def mcu_cost_table(order=(), results=ROOT / "bench" / "results.json"):
+def mcu_cost_table(order=(), results=ROOT / "benchmarks" / "results.json"):
     """The same cases on the emulated Cortex-M4F (make mcu-bench: exact instruction counts,
-    the firmware frozen, without and with linkcore), where bench/results.json has them."""
+    the firmware frozen, without and with linkcore), where benchmarks/results.json has them."""
     try:
         with open(results) as f:
             m4f = json.load(f)["mcu"]["m4f"]
         native, python = m4f["fault_cost"], m4f["python"]["fault_cost"]
     except (OSError, ValueError, KeyError):
         return ""
-    out = ["", "On the emulated Cortex-M4F (`make mcu-bench`, bench/results.json: instructions per",
+    out = ["", "On the emulated Cortex-M4F (`make mcu-bench`, benchmarks/results.json: instructions per",
            "cycle under QEMU's -icount, the median of 38 cycles each from a collected heap, timed",
            "by the SysTick; one agent without its node, as above; two builds of one tree differ by",
            "up to 2 % a case). linkcore, the native core, covers the agent without neighbour checks",

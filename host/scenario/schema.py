@@ -6,7 +6,7 @@ import re
 
 from bus_protocol.states import DEFAULT_REACTIONS
 from host.errors import ScenarioError
-from sim_host import faults as fault_kinds
+from sim_host import fault_injection as fault_kinds
 
 REQUIRED = object()
 
@@ -113,7 +113,7 @@ SCHEMA = {
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),
-    "fault": ("array", FAULT),   # fault injection schedules (sim_host/faults.py)
+    "fault": ("array", FAULT),   # fault injection schedules (sim_host/fault_injection.py)
     # centralised baselines (host/centralised.py): task-space kp, kv (RMAC 8.342) or joint-space
     # KP, KD (computed torque, Hamilton et al. eq. 2), IK gain, damped least-squares lambda
     "controller": {"kind": F("str", "multiagent", choices=("multiagent", "rmac", "rmac-nullspace", "computed-torque")),

@@ -93,11 +93,11 @@ class HostServices:
 
 def follow(run_dir, link, out, poll_s=0.1, wait_s=60.0):
     """`linkteam console`: print node `link`'s log of the run to run_dir. While the run
-    goes on (its files are in RUN.partial, host/report/logs.py) lines are printed as they come,
+    goes on (its files are in RUN.partial, host/report/run_dir.py) lines are printed as they come,
     until the run ends (RUN.partial is renamed to RUN) or Ctrl-C; a finished run's log is
     printed whole. Waits up to wait_s for either to appear. Returns the lines printed."""
     import time
-    from host.report.logs import partial_dir
+    from host.report.run_dir import partial_dir
     live_dir = partial_dir(run_dir)
     live, done = node_log_path(live_dir, link), node_log_path(run_dir, link)
     t0 = time.time()
