@@ -13,7 +13,7 @@ if "__file__" in globals():   # run as a file: the repository on sys.path
 from bus_protocol import messages as m      # noqa: E402
 from firmware.agent import LinkAgent         # noqa: E402
 from firmware.hal.sim import SimHAL          # noqa: E402
-from tests.mp_fuzz_decoder import XorShift, _codes   # noqa: E402
+from tests.mp.mp_fuzz_decoder import XorShift, _codes   # noqa: E402
 
 SPECIAL = (float("nan"), float("inf"), -float("inf"), 3.0e38, -3.0e38, 0.0, 1e-30)
 TYPES = (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.ASSERT, m.COMMAND, m.CONFIG)

@@ -183,7 +183,7 @@ def fuzz():
     from host.runners.children import micropython_path
     print("Fuzz (random + mutated frames; a failure raises inside the script)")
     for interp, n in ((sys.executable, 1000000), (micropython_path(), 100000)):
-        for script in ("tests/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py"):
+        for script in ("tests/mp/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py"):
             t0 = time.perf_counter()
             r = subprocess.run([interp, str(ROOT / script), str(n)], capture_output=True, text=True, cwd=str(ROOT))
             line = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else \

@@ -69,7 +69,7 @@ def pure_python():
 
 
 def assert_wire_chain(got, want):
-    """tests/mp_wire_chain.py's lines with linkcore (got) and in pure Python (want): every
+    """tests/mp/mp_wire_chain.py's lines with linkcore (got) and in pure Python (want): every
     byte on every wire the same, and linkcore queued K_i (4 links x 8 ticks on a chain and
     two rings, some twice; a lone tip's) and the plain cycles' TORQUE on the wire itself."""
     k, torque = (int(x) for x in got[-1].split()[1:])
@@ -81,7 +81,7 @@ def assert_wire_chain(got, want):
 def run_both(script, stdin=None, timeout=300):
     """A tests/mp_*.py script under MicroPython and CPython (pure Python), the repo root on
     sys.path: (micropython stdout, cpython stdout)."""
-    code = (REPO / "tests" / script).read_text()
+    code = (REPO / "tests" / "mp" / script).read_text()
     mp = run_micropython(code, stdin=stdin, timeout=timeout)
     r = subprocess.run([sys.executable, "-c", "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), code)],
                        input=stdin, capture_output=True, text=True, timeout=timeout, cwd=str(REPO),

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, run_micropython
 
-SCRIPT = REPO / "tests" / "mp_boards.py"
+SCRIPT = REPO / "tests" / "mp" / "mp_boards.py"
 CHECKS = re.findall(r'@check\("([a-z0-9_]+)"\)', SCRIPT.read_text())
 
 

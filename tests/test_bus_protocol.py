@@ -14,7 +14,7 @@ from bus_protocol import messages as m
 from tests.conftest import MICROPYTHON, MPY_CROSS, needs, run_micropython, same_under_both
 
 ROOT = Path(__file__).resolve().parent.parent
-FUZZ_SCRIPT = ROOT / "tests" / "mp_fuzz_decoder.py"
+FUZZ_SCRIPT = ROOT / "tests" / "mp" / "mp_fuzz_decoder.py"
 
 
 
@@ -454,7 +454,7 @@ print(cases, diff)
 
 
 def test_byte_loops_under_the_unix_port_match_the_python_reference():
-    """tests/mp_framing_cases.py (COBS, peek/find/put, forward.cut, the run splitter, the
+    """tests/mp/mp_framing_cases.py (COBS, peek/find/put, forward.cut, the run splitter, the
     CRC on clean and corrupted frames): the unix port's viper loops, and forward.cut over
     them, print what CPython's pure-Python loops print (the boards' Thumb assembly:
     tests/test_mcu.py)."""

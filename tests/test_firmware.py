@@ -17,7 +17,7 @@ from firmware import layout
 from firmware import safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
-from tests import mp_agent_cycle as cyc
+from tests.mp import mp_agent_cycle as cyc
 from tests.conftest import MICROPYTHON, REPO, missing, pure_python, run_micropython
 from tests.dh_reference import fk, jacobian_fd, rotvec_jacobian_fd
 
@@ -67,8 +67,8 @@ print(json.dumps(out))
 
 
 def test_agent_cycle_identical_under_micropython_and_cpython():
-    out_mp = run_micropython(open(REPO / "tests" / "mp_agent_cycle.py").read().replace(
-        "__file__", repr(str(REPO / "tests" / "mp_agent_cycle.py"))))
+    out_mp = run_micropython(open(REPO / "tests" / "mp" / "mp_agent_cycle.py").read().replace(
+        "__file__", repr(str(REPO / "tests" / "mp" / "mp_agent_cycle.py"))))
     import io
     import contextlib
     buf = io.StringIO()

@@ -2,9 +2,9 @@
 linkcore_core.h, as a CPython extension module that `make setup` builds) against the
 pure-Python firmware, its oracle: CPython agents with and without it send byte-identical
 frames (100 agents of random joint type, DH, gains, gravity, poses, assertions, corrupted
-and NaN frames: tests/mp_native_cases.py; the reference chain's cycle:
-tests/mp_agent_cycle.py; four chain nodes on memory wires, plain and as a ring, whose
-hot frames linkcore queues on the nodes' transmit buffers: tests/mp_wire_chain.py), and
+and NaN frames: tests/mp/mp_native_cases.py; the reference chain's cycle:
+tests/mp/mp_agent_cycle.py; four chain nodes on memory wires, plain and as a ring, whose
+hot frames linkcore queues on the nodes' transmit buffers: tests/mp/mp_wire_chain.py), and
 the in-process reference run records the same time series to the last bit. Skipped with the reason where the module is not built."""
 import subprocess
 import sys
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(bool(_built()), reason=_built())
 
 
 def _cpython(script, env=None):
-    r = subprocess.run([sys.executable, str(REPO / "tests" / script)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(REPO / "tests" / "mp" / script)], capture_output=True, text=True,
                        cwd=str(REPO), timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout.splitlines()

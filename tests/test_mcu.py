@@ -1,6 +1,6 @@
 """The firmware on emulated microcontrollers (host/tools/mcu.py: MicroPython's QEMU port with
 firmware/ and bus_protocol/ frozen in): it boots, and one agent cycle of a 4-link chain
-(tests/mp_agent_cycle.py) sends the same frames as under CPython and the unix port.
+(tests/mp/mp_agent_cycle.py) sends the same frames as under CPython and the unix port.
 
 Needs qemu-system-arm, arm-none-eabi-gcc with newlib and MICROPY_SRC (a MicroPython
 source tarball; `make test` and .ci/run provide them); otherwise skipped."""
@@ -11,8 +11,8 @@ import pytest
 
 from bus_protocol import messages as m
 from host.tools import mcu
-from tests import mp_agent_cycle as cyc
-from tests import mp_framing_cases, mp_node_stream
+from tests.mp import mp_agent_cycle as cyc
+from tests.mp import mp_framing_cases, mp_node_stream
 from tests.conftest import REPO, assert_wire_chain, pure_python, run_micropython
 
 _LACK = mcu.missing()
@@ -64,8 +64,8 @@ def test_agent_cycle_frames_on_emulated_mcu_match_cpython_and_unix_port(firmware
     board = mcu.run(name, firmware[name], "import mp_agent_cycle\nmp_agent_cycle.run()", timeout=300)
     assert "MicroPython" in board and "Cortex-M" in board, "the board did not boot:\n" + board[-1000:]
     ref = _cpython()
-    unix = run_micropython(open(REPO / "tests" / "mp_agent_cycle.py").read().replace(
-        "__file__", repr(str(REPO / "tests" / "mp_agent_cycle.py"))))
+    unix = run_micropython(open(REPO / "tests" / "mp" / "mp_agent_cycle.py").read().replace(
+        "__file__", repr(str(REPO / "tests" / "mp" / "mp_agent_cycle.py"))))
     assert unix.splitlines() == ref.splitlines()   # the desktop pair is bit-identical
     got, u_got = _frames(board)
     want, u_want = _frames(ref)
@@ -115,9 +115,9 @@ def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     """The native module linkcore (firmware/native/linkcore.c, built for the board's
     architecture and loaded from a RAM filesystem) against the frozen pure Python on the
     same board, both float32: the reference chain's cycle, 100 random agents and four
-    links' samples whose readings make safety's checks fire (tests/mp_native_cases.py),
+    links' samples whose readings make safety's checks fire (tests/mp/mp_native_cases.py),
     and four chain nodes whose hot frames linkcore queues on
-    their transmit buffers (tests/mp_wire_chain.py) send the same frames, bit for bit."""
+    their transmit buffers (tests/mp/mp_wire_chain.py) send the same frames, bit for bit."""
     run = "mp_native_cases.run()\nmp_agent_cycle.run()\nmp_wire_chain.run()"
     board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle, mp_wire_chain\n" + run + "\n"
                     "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
@@ -134,7 +134,7 @@ def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
     assert frames.count("03") >= 200 and frames.count("06") >= 190
     assert len([x for x in py if x.startswith("TRIG ")]) == 326
     assert len([x for x in py if x.startswith("SAMPLE ")]) == 160   # the sample's checks, 4 x 40 ticks
-    wire = ("WIRE ", "QUEUED ")   # four chain nodes on memory wires (tests/mp_wire_chain.py)
+    wire = ("WIRE ", "QUEUED ")   # four chain nodes on memory wires (tests/mp/mp_wire_chain.py)
     assert_wire_chain([x for x in native if x.startswith(wire)], [x for x in py if x.startswith(wire)])
     assert [x for x in native if not x.startswith(("CORES", "QUEUED"))] == [
         x for x in py if not x.startswith(("CORES", "QUEUED"))]

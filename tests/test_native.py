@@ -2,8 +2,8 @@
 py/dynruntime.mk) against the pure-Python firmware, its oracle. Built for x64 and loaded
 by the unix port's micropython, which computes in double as CPython does, an agent's
 frames must be byte-identical to CPython's pure-Python ones: the reference chain's
-cycle (tests/mp_agent_cycle.py) and 100 agents of random joint type, DH, gains, gravity,
-poses, assertions and goals (tests/mp_native_cases.py). On the emulated boards (float32)
+cycle (tests/mp/mp_agent_cycle.py) and 100 agents of random joint type, DH, gains, gravity,
+poses, assertions and goals (tests/mp/mp_native_cases.py). On the emulated boards (float32)
 tests/test_mcu.py compares linkcore with the frozen pure Python the same way.
 
 Needs gcc, pyelftools and ar (make setup), MICROPY_SRC (a MicroPython source tarball:
@@ -27,7 +27,7 @@ def linkcore_dir():
 
 
 def _cpython(script):
-    code = "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), (REPO / "tests" / script).read_text())
+    code = "import sys\nsys.path.insert(0, %r)\n%s" % (str(REPO), (REPO / "tests" / "mp" / script).read_text())
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=300,
                        env=PURE_PYTHON_ENV)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -35,7 +35,7 @@ def _cpython(script):
 
 
 def _with_linkcore(linkcore_dir, script, tail=""):
-    code = "import sys\nsys.path.append(%r)\n%s\n%s" % (linkcore_dir, (REPO / "tests" / script).read_text(), tail)
+    code = "import sys\nsys.path.append(%r)\n%s\n%s" % (linkcore_dir, (REPO / "tests" / "mp" / script).read_text(), tail)
     return run_micropython(code, timeout=300).splitlines()
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bus_protocol import states as sc
-from tests import mp_neighbours as nb
+from tests.mp import mp_neighbours as nb
 from tests.conftest import same_under_both
 from tests.dh_reference import fk
 

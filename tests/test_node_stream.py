@@ -6,7 +6,7 @@ import contextlib
 import io
 
 from bus_protocol import framing
-from tests import mp_node_stream as ns
+from tests.mp import mp_node_stream as ns
 from tests.conftest import REPO, run_micropython
 
 
@@ -19,7 +19,7 @@ def _cpython():
 
 def test_node_stream_any_read_split_micropython_and_cpython_agree_with_the_frames():
     out = _cpython()
-    out_mp = run_micropython(open(REPO / "tests" / "mp_node_stream.py").read())
+    out_mp = run_micropython(open(REPO / "tests" / "mp" / "mp_node_stream.py").read())
     assert out_mp == out
     assert "DIFFERS" not in out
     js, sync, kin, cmd, goal = ns.frames()[:5]
@@ -81,7 +81,7 @@ K_N_UP = '''
 from bus_protocol import framing
 from bus_protocol import messages as m
 from firmware.node import ChainNode
-from tests import mp_node_stream as ns
+from tests.mp import mp_node_stream as ns
 k_n = framing.uart_frame(m.encode(m.KINEMATIC, 5, m.HOST, 9, (7,) + (0.5,) * 13))
 for link in (1, 2):
     for overhear in (1, 2):

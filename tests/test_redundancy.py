@@ -1,7 +1,7 @@
 """The kinematic bus's time redundancy (`[bus] kinematic_copies`, thesis 7.6.1 "redundant
 communication"): every K_i goes out as identical copies and receivers take the first of a
 tick; link 1 composes over the base packet when K_0 is lost. Firmware under MicroPython
-and CPython (tests/mp_redundancy.py); forward kinematics from tests/dh_reference.py."""
+and CPython (tests/mp/mp_redundancy.py); forward kinematics from tests/dh_reference.py."""
 import numpy as np
 import pytest
 
@@ -11,7 +11,7 @@ from bus_protocol import states as sc_states
 from host.controller import GoalProcess
 from host.run import run_scenario
 from sim_host.fault_injection import FaultSet
-from tests import mp_redundancy as mr
+from tests.mp import mp_redundancy as mr
 from tests.conftest import same_under_both
 from tests.dh_reference import dh_matrix
 from tests.test_faults import run, scenario

@@ -1,5 +1,5 @@
 # The kinematic bus's time redundancy (thesis 7.6.1 "redundant communication"), runnable
-# under MicroPython and CPython. Part 1: link 5 of tests/mp_neighbours.py with every packet
+# under MicroPython and CPython. Part 1: link 5 of tests/mp/mp_neighbours.py with every packet
 # delivered once, then twice (and sending two copies itself), 20 ticks (link 4 is wrong at
 # 10-13, bridged, then re-admitted after 3 good checks). Part 2: link 1 on a tilted,
 # offset base; K_0 (both copies) lost at ticks 2 and 3: it composes K_1 over the last K_0
@@ -7,12 +7,12 @@
 import sys
 
 if "__file__" in globals():   # run as a file: the repository on sys.path
-    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../..")
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware.agent import LinkAgent      # noqa: E402
 from firmware.hal.sim import SimHAL       # noqa: E402
-from tests import mp_neighbours as nb     # noqa: E402
+from tests.mp import mp_neighbours as nb     # noqa: E402
 
 DH1 = ("revolute", 0.3, 0.1, 0.6, 0.5)
 BASE = (0.9238795, 0.0, 0.3826834, 0.0, 0.1, -0.2, 0.3)   # quat (45 deg about y), position

@@ -1,6 +1,6 @@
 # Deterministic protocol fuzz, runnable under MicroPython AND CPython.
 #
-#   micropython tests/mp_fuzz_decoder.py [N] [SEED]    (repo root is put on sys.path)
+#   micropython tests/mp/mp_fuzz_decoder.py [N] [SEED]    (repo root is put on sys.path)
 #
 # Prints "FUZZ ok N <n> good <g> bad <b> deframed <d> dropped <x> reasm <r> rdrop <y>".
 # tests/test_bus_protocol.py imports run() in-process and also runs this file under
@@ -12,7 +12,7 @@ try:
     _here = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 except NameError:
     _here = "."
-_root = _here + "/.."
+_root = _here + "/../.."
 if _root not in sys.path:
     sys.path.insert(0, _root)
 

@@ -1,5 +1,5 @@
 # A rebooted board rejoins (node_crash with an end), runnable under MicroPython and
-# CPython: link 5 of tests/mp_neighbours.py starts afresh at tick 180 of a lockstep run
+# CPython: link 5 of tests/mp/mp_neighbours.py starts afresh at tick 180 of a lockstep run
 # (COMMAND RESET, arg 1). On a shared medium a neighbour's K can overtake the host's
 # SYNC (the host's broadcast is a loop of sends, preempted on a busy machine), so its
 # first tick's K_3 and K_4 come before the SYNC. Prints, per tick, the K_5 position it
@@ -8,13 +8,13 @@
 import sys
 
 if "__file__" in globals():   # run as a file: the repository on sys.path
-    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../..")
 
 from bus_protocol import messages as m   # noqa: E402
 from firmware import kinematic_bus as kb  # noqa: E402
 from firmware.agent import LinkAgent      # noqa: E402
 from firmware.hal.sim import SimHAL       # noqa: E402
-from tests import mp_neighbours as nb     # noqa: E402
+from tests.mp import mp_neighbours as nb     # noqa: E402
 
 FIRST = 180   # the first tick after the reboot
 

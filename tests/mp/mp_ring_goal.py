@@ -5,7 +5,7 @@
 import sys
 
 if "__file__" in globals():   # run as a file: the repository on sys.path
-    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/..")
+    sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../..")
 
 from bus_protocol import framing                # noqa: E402
 from bus_protocol import messages as m          # noqa: E402

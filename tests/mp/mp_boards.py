@@ -5,7 +5,7 @@
 import sys
 
 try:
-    _root = __file__.rsplit("/", 1)[0] + "/.." if "/" in __file__ else "."
+    _root = __file__.rsplit("/", 1)[0] + "/../.." if "/" in __file__ else "."
 except NameError:
     _root = "."
 for _p in (_root + "/tests/fakes", _root):

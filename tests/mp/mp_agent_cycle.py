@@ -4,7 +4,7 @@
 import sys
 
 try:
-    _root = __file__.rsplit("/", 1)[0] + "/.."
+    _root = __file__.rsplit("/", 1)[0] + "/../.."
 except NameError:
     _root = "."
 if _root not in sys.path:
