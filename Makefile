@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test bench mcu-bench layouts clean
+.PHONY: setup run test test-fast bench mcu-bench layouts clean
 
 # MicroPython source tree with ports/qemu, for the emulated microcontroller (host/tools/mcu.py)
 MICROPY_SRC ?= ../shared/micropython-src/micropython-v1.28.0-qemu-src.tar.gz
@@ -27,6 +27,10 @@ run: setup
 
 test: setup
 	$(PY) -m pytest
+
+# the quick tier (every package at least once; tests marked slow left out)
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -29,6 +29,14 @@ def missing(what):
     if what == "postgresql":
         from host.studies.tune_pg import missing as pg_missing
         return pg_missing()
+    if what == "qemu":   # the emulated Cortex-M boards: QEMU, an ARM toolchain, the MicroPython source
+        from host.tools import mcu
+        lack = mcu.missing()
+        return "emulated MCU needs: " + "; ".join(lack) if lack else None
+    if what == "native-x64":   # the native module linkcore for the unix port (gcc, mpy_ld's inputs)
+        from host.tools import mcu
+        lack = mcu.native_missing("x64")
+        return "linkcore for x64 needs: " + "; ".join(lack) if lack else None
     raise ValueError(what)
 
 

@@ -19,10 +19,9 @@ from bus_protocol import messages as m
 from host.tools import mcu
 from host.runners import boards
 from host.scenario.loader import from_dict, read_toml
-from tests.conftest import REPO
+from tests.conftest import REPO, needs
 
-_LACK = mcu.missing()
-pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
+pytestmark = needs("qemu")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pytest
 
 from host.cli import main
 from host.report.run_dir import load_run
+from tests.conftest import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = (ROOT / "scenarios" / "reference.toml").as_posix()
@@ -58,7 +59,8 @@ def start_run(tmp_path, out, duration=600.0, args=()):
     (signal.SIGINT, "interrupted (Ctrl-C)", ()),
     (signal.SIGTERM, "interrupted (SIGTERM)", ()),
     # one MicroPython process per link (UART ring, synthetic clock)
-    (signal.SIGTERM, "interrupted (SIGTERM)", ("--mode", "processes", "--lockstep"))])
+    pytest.param(signal.SIGTERM, "interrupted (SIGTERM)", ("--mode", "processes", "--lockstep"),
+                 marks=needs("micropython"))])
 def test_signal_mid_run_leaves_aborted_summary_and_partial_series(tmp_path, sig, reason, args):
     out = tmp_path / "run"
     proc = start_run(tmp_path, out, args=args)

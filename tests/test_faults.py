@@ -234,6 +234,7 @@ def test_bad_fault_entries_name_file_line_and_field(tmp_path, text, field, line)
 
 
 @pytest.mark.parametrize("bus", ["can", "uart"])
+@needs("micropython")
 def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     """Processes mode, lockstep: link 5's MicroPython process is killed (SIGKILL); the host
     goes on without it, link 6 bridges it, its joint is braked. On the UART ring the nodes
@@ -257,6 +258,7 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
 
 @pytest.mark.parametrize("link, bus, extra", [(4, "uart", ""), (10, "can", "[behaviours.neighbours]\ncheck_tip = true\n"),
                                               (10, "uart", "[behaviours.neighbours]\ncheck_tip = true\n")])
+@needs("micropython")
 def test_compute_fault_on_a_uart_ring_as_in_process(link, bus, extra, tmp_path):
     """The check, the report to the host and its brake also work across a UART ring (the
     overheard K_3 passed on by link 4, the report going round to the host), and the host's
@@ -291,6 +293,7 @@ def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
     assert braked and braked[0]["t"] - 1.5 <= 1 / 120.0 + 1e-9
 
 
+@needs("micropython")
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
     """On a plain UART chain a dead middle node cuts the nodes beyond it off the host: not
     survivable, but the host ends the run in the tick it dies, saying so, instead of
@@ -322,6 +325,7 @@ BUS_FAULTS = ('[[fault]]\nkind = "frame_loss"\nrate = 0.05\nstart = 0.5\nend = 1
               '[[fault]]\nkind = "latency"\nlink = 0\ndelay_ms = 2.0\njitter_ms = 1.0\nstart = 0.5\n')
 
 
+@needs("micropython")
 def test_bus_faults_on_the_processes_media(tmp_path):
     """Processes mode, lockstep, UART ring and CAN: after the start transient 5 % of the
     frames on every wire are lost, the wire into link 6 has bit errors, the host's port
@@ -342,6 +346,7 @@ def test_bus_faults_on_the_processes_media(tmp_path):
     assert runs["uart"]["faults"]["bus"] == runs["can"]["faults"]["bus"]
 
 
+@needs("micropython")
 def test_a_node_that_reboots_rejoins_the_team_on_can(tmp_path):
     """node_crash with an end in processes mode: SIGKILL at 1 s, the board's process starts
     again at 1.5 s, is reset to the run's clock, re-admitted by the host and by its

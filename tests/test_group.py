@@ -5,7 +5,7 @@ import pytest
 from host.run import run_scenario
 from host.runners.processes import group_name, node_groups
 from host.scenario.loader import load
-from tests.conftest import REPO, same_under_both
+from tests.conftest import REPO, needs, same_under_both
 from tests.dh_reference import fk
 
 
@@ -32,6 +32,7 @@ def test_hosted_links_pass_k_inside_the_node_under_micropython():
 
 
 @pytest.mark.parametrize("bus,grouping", [("uart", [3, 7]), ("can", [5, 5])])
+@needs("micropython")
 def test_grouped_nodes_track_like_inprocess(bus, grouping, tmp_path):
     sc = load(REPO / "scenarios" / "reference.toml")
     sc.duration = 1.0

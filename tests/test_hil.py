@@ -56,11 +56,25 @@ def two_vboards(tmp_path):
     paths = [tmp_path / ("board%d" % i) for i in (1, 2)]
     with daemons(*[("vboard", str(p), "--fs", str(tmp_path / ("fs%d" % i))) for i, p in enumerate(paths, 1)],
                  stderr=subprocess.DEVNULL):
-        end = time.time() + 60   # a wait, not a bound: a busy machine may start them slowly
-        while not all(p.exists() for p in paths) and time.time() < end:
-            time.sleep(0.05)
-        time.sleep(0.3)
+        for p in paths:
+            until_prompt(p)
         yield paths
+
+
+def until_prompt(path, wait_s=60.0):
+    """Poll a vboard until its port exists and its REPL answers a return with the prompt
+    (a wait, not a bound: a busy machine may start it slowly); fails after wait_s."""
+    import serial
+    end = time.time() + wait_s
+    while not path.exists():
+        assert time.time() < end, "%s did not appear in %.0f s" % (path, wait_s)
+        time.sleep(0.05)
+    with serial.Serial(str(path), 115200, timeout=0.1) as s:
+        buf = b""
+        while b">>> " not in buf:
+            assert time.time() < end, "%s gave no prompt in %.0f s: %r" % (path, wait_s, buf[-200:])
+            s.write(b"\r")
+            buf += s.read(256)
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +176,12 @@ def test_vboard_soft_reset_and_ctrl_c(two_vboards):
     subprocess.run(cli_mp + ["connect", str(b1), "cp", str(src), ":main.py"], check=True, timeout=30,
                    capture_output=True)
     with serial.Serial(str(b1), 115200, timeout=0.2) as s:
-        s.write(b"\r\x03\x02")
-        time.sleep(0.2)
+        s.write(b"\r\x03\x02")                 # interrupt, friendly REPL: until its prompt
+        buf = b""
+        end = time.time() + 60
+        while not buf.endswith(b">>> ") and time.time() < end:
+            buf += s.read(256)
+        assert buf.endswith(b">>> "), buf[-200:]
         s.reset_input_buffer()
         s.write(b"\x04")                       # soft reset -> main.py runs (busy loop)
         buf = b""

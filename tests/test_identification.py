@@ -12,7 +12,7 @@ from host.scenario import loader as scenario
 from host.run import run_scenario
 from host.runners import inprocess
 from host.runners.base import ControlLoop
-from tests.conftest import MICROPYTHON, REPO, run_both
+from tests.conftest import REPO, needs, run_both
 
 UNKNOWN = REPO / "scenarios" / "identification" / "unknown-payload.toml"
 
@@ -60,7 +60,7 @@ def test_planar_payload_identified_within_tolerance():
     assert loop.gp.estimates, "ESTIMATE frames reached the host"
 
 
-@pytest.mark.skipif(MICROPYTHON is None, reason="micropython not found (make setup)")
+@needs("micropython")
 def test_identifying_agents_same_under_micropython():
     """Links 9 and 10 replayed under MicroPython from the frames they got in a CPython
     run send the same frames (IDENT, TORQUE, ESTIMATE, ...) and reach the same estimate."""

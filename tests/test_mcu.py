@@ -13,10 +13,9 @@ from bus_protocol import messages as m
 from host.tools import mcu
 from tests.mp import mp_agent_cycle as cyc
 from tests.mp import mp_framing_cases, mp_node_stream
-from tests.conftest import REPO, assert_wire_chain, pure_python, run_micropython
+from tests.conftest import REPO, assert_wire_chain, needs, pure_python, run_micropython
 
-_LACK = mcu.missing()
-pytestmark = pytest.mark.skipif(bool(_LACK), reason="emulated MCU needs: " + "; ".join(_LACK))
+pytestmark = needs("qemu")
 
 # Both builds compute in single precision (MicroPython's float on these ports is a
 # float32, as on the stm32 and rp2 ports), CPython and the unix port in double and round

@@ -15,10 +15,9 @@ import sys
 import pytest
 
 from host.tools import mcu
-from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, missing, run_micropython
+from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, run_micropython
 
-_LACK = mcu.native_missing("x64") + [r for r in [missing("micropython")] if r]
-pytestmark = pytest.mark.skipif(bool(_LACK), reason="linkcore for x64 needs: " + "; ".join(_LACK))
+pytestmark = needs("native-x64", "micropython")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from host.controller import GoalProcess
 from host.run import run_scenario
 from sim_host.fault_injection import FaultSet
 from tests.mp import mp_redundancy as mr
-from tests.conftest import same_under_both
+from tests.conftest import needs, same_under_both
 from tests.dh_reference import dh_matrix
 from tests.test_faults import run, scenario
 
@@ -105,7 +105,8 @@ def test_budget_counts_every_copy():
         assert two["busiest_line_s"] > one["busiest_line_s"] and two["k_n_s"] >= one["k_n_s"]
 
 
-@pytest.mark.parametrize("mode", ["inprocess", "can", "chain"])
+@pytest.mark.parametrize("mode", ["inprocess", pytest.param("can", marks=needs("micropython")),
+                                  pytest.param("chain", marks=needs("micropython"))])
 def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
     """Link N has no distal neighbour: when its node dies, link N-1 also sends its K to the
     host, which composes K_N over joint N held by its brake. Without that bridge the

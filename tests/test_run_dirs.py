@@ -6,7 +6,7 @@ import json
 from host.cli import main
 from host.scenario.loader import load
 
-from .conftest import REPO
+from .conftest import REPO, needs
 
 
 def short(tmp_path, name="short-hil2", top=""):
@@ -37,6 +37,7 @@ def test_a_second_run_moves_the_first_aside_and_force_replaces(tmp_path, capsys)
     assert not (out / "mine.txt").exists()
 
 
+@needs("micropython")
 def test_a_processes_run_to_a_relative_out_from_another_directory(tmp_path, monkeypatch):
     """The node processes start in the repo root: their config paths are absolute."""
     monkeypatch.chdir(tmp_path)

@@ -11,7 +11,7 @@ from host.report import critical_path
 from host import node_services
 from host.run import run_scenario
 from host.scenario.loader import load
-from tests.conftest import REPO, run_both
+from tests.conftest import REPO, needs, run_both
 
 
 def test_node_services_same_under_micropython_and_cpython():
@@ -105,6 +105,7 @@ def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
     assert node_services.follow(run, 4, Out(), wait_s=0) == 5   # a finished run: printed whole
 
 
+@needs("micropython")
 def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
     sc = load(REPO / "scenarios" / "reference.toml")
     sc.duration = 1.0
