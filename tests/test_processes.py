@@ -127,7 +127,7 @@ def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monke
     held up), which a link once did not wait for: it sampled tick 89's. The in-process
     run to the last digit, every link running."""
     procs = []
-    real_start, real_exchange = processes.Cluster.start, wallclock.make_exchange
+    real_start, real_exchange = processes.Cluster.start, wallclock.Exchange
     real_send = processes.JointIO.send
 
     def send(self, frame):
@@ -140,7 +140,7 @@ def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monke
         real_start(self)
         procs.extend(self.procs)
 
-    def make_exchange(*a, **kw):
+    def stalling_exchange(*a, **kw):
         exchange = real_exchange(*a, **kw)
 
         def stalled(frames, k, deadline):
@@ -152,7 +152,7 @@ def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monke
             return exchange(frames, k, deadline)
         return stalled
     monkeypatch.setattr(processes.Cluster, "start", start)
-    monkeypatch.setattr(wallclock, "make_exchange", make_exchange)
+    monkeypatch.setattr(wallclock, "Exchange", stalling_exchange)
     monkeypatch.setattr(processes.JointIO, "send", send)
     s, out = run_scenario(scenario(name, watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
                           make_plots=False, bus=bus, lockstep=True, wire=wire)

@@ -147,7 +147,7 @@ def _silent_cycle(on_patience):
     sc.patience_s, sc.on_patience = 0.05, on_patience
     loop = ControlLoop(sc, "processes")
     stats = loop.stats
-    exchange = wallclock.make_exchange(loop.gp, stats, _SilentBus(), timeout=stats.wait_with_patience(sc))
+    exchange = wallclock.Exchange(loop.gp, stats, _SilentBus(), timeout=stats.wait_with_patience(sc))
     t0 = time.perf_counter()
     if on_patience == "abort":
         with pytest.raises(Aborted, match="within the patience of 0.05 s"):

@@ -115,8 +115,8 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         stats.figures_from = FIGURES_FROM[bool(real_plant)]
-        exchange = wallclock.make_exchange(loop.gp, stats, tr,
-                                           timeout=stats.wait_with_patience(loop.sc) if lockstep else 5.0)
+        exchange = wallclock.Exchange(loop.gp, stats, tr,
+                                      timeout=stats.wait_with_patience(loop.sc) if lockstep else 5.0)
         if lockstep:
             loop.run(exchange, progress)
         else:

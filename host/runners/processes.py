@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _LIVE = set()
 # A lossy bus (bus faults injected): how long a node waits for a goal before it acts on its
 # last one (wall clock, lockstep; firmware/main.py) and the host for K_N before it sends the
-# goal from the last one (wallclock.make_exchange stale_after): the in-process bus's
+# goal from the last one (wallclock.Exchange stale_after): the in-process bus's
 # "quiet", which a machine of processes can only time (lockstep: well above a slow cycle of
 # a busy machine, and both below the 0.5 s a torque is waited for). On the wall clock a node
 # acts on its last goal 7 ms into the 8.3 ms period, so its torque still makes the tick: a
@@ -443,7 +443,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     `lockstep` (every torque awaited: the synthetic clock of an in-process run);
     `slowdown`: wall seconds per simulated second (wallclock.Schedule); `grouping`: links
     per node process (node_groups); `make_cluster`: Cluster's stand-in (runners/boards.py);
-    `straggler`: lockstep with faults, s a torque is awaited after the goal (make_exchange)."""
+    `straggler`: lockstep with faults, s a torque is awaited after the goal (wallclock.Exchange)."""
     stats = loop.stats
     stats.bus, stats.baud = bus, baud
     stats.topology = topology if bus == "uart" else None
@@ -482,19 +482,19 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         crashes = loop.faults.of(("node_crash",))
         if lockstep:
-            exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
-                                               timeout=stats.wait_with_patience(loop.sc),
-                                               straggler=straggler if loop.faults else 0.0,
-                                               stale_after=STALE_AFTER_S[1] if specs else 0.0)
+            exchange = wallclock.Exchange(loop.gp, stats, cluster.transport, io=cluster.io,
+                                          timeout=stats.wait_with_patience(loop.sc),
+                                          straggler=straggler if loop.faults else 0.0,
+                                          stale_after=STALE_AFTER_S[1] if specs else 0.0)
             loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, True), progress)
         else:
             pauses = desktop.start_vm_pauses()
             if pauses is not None:
                 stats.vm_pauses = {"count": 0, "total_ms": 0.0, "ticks_moved": 0, "moved_ms": 0.0}
             with wallclock.realtime_host(stats, desktop.host_priority()) as rt:
-                exchange = wallclock.make_exchange(loop.gp, stats, cluster.transport, io=cluster.io,
-                                                   sending=desktop.sending_priority(rt.fifo), pauses=pauses,
-                                                   stale_after=STALE_AFTER_S[0] if specs else 0.0)
+                exchange = wallclock.Exchange(loop.gp, stats, cluster.transport, io=cluster.io,
+                                              sending=desktop.sending_priority(rt.fifo), pauses=pauses,
+                                              stale_after=STALE_AFTER_S[0] if specs else 0.0)
                 loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, False), progress,
                          wallclock.Schedule(stats, slowdown=slowdown))
         cpu1, host1 = cluster.cpu_seconds(), os.times()

@@ -27,7 +27,7 @@ class RunStats:
         self.late_host_ticks = 0     # ticks the host itself opened over 1 ms late
         self.host_lag_max_ms = 0.0   # the latest it opened one
         self.vm_pauses = None        # desktop sentinels: {count, total_ms, ticks_moved, moved_ms}
-        # wall clock: the exchange (runners/wallclock.make_exchange), per tick in ms
+        # wall clock: the exchange (runners/wallclock.Exchange), per tick in ms
         self.bus_cycle_ms = []       # frames out until the last torque is in
         self.goal_sent_ms = []       # frames out until the goal left the host (kinematic wave + RMDAC)
         self.tick_budget_ms = []     # frames out until the deadline

@@ -5,12 +5,12 @@
                  schedule. ControlLoop.run opens each tick through it and hands the
                  exchange the tick's deadline; the exchange gives back the VM pause it
                  absorbed (desktop emulation only), which moves the schedule.
-  make_exchange  one cycle on a transport: send the host's frames, take in frames for
+  Exchange       one cycle on a transport: send the host's frames, take in frames for
                  the host until every torque is in or the deadline passes.
   realtime_host  the host process as a real-time loop while a run lasts.
 
 What only the desktop emulation needs (node priorities, VM-pause sentinels) is in
-runners/desktop.py and comes in through make_exchange's `sending` and `pauses`."""
+runners/desktop.py and comes in through Exchange's `sending` and `pauses`."""
 import contextlib
 import gc
 import os
@@ -76,148 +76,201 @@ class Schedule:
             self.stats.vm_pauses["moved_ms"] = round(self.stats.vm_pauses["moved_ms"] + paused * 1e3, 2)
 
 
-def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
-                  pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0):
+class Exchange:
     """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
-    what comes back to the goal process until every torque of tick k is in or `deadline`
+    what comes back to the controller until every torque of tick k is in or `deadline`
     (perf_counter s) passes; deadline None (lockstep) waits for every torque, up to
     `timeout` (the scenario's patience: stats.wait_with_patience), then aborts or, with
-    on_patience "hold", leaves the missing torques held (stats.patience_ran_out). `health()` raises if a node is gone. With `io` (processes.JointIO) joint
-    states go out and torque reports come back on the joint wires, the bus carries the rest.
+    on_patience "hold", leaves the missing torques held (stats.patience_ran_out).
+    `health()` raises if a node is gone. With `io` (processes.JointIO) joint states go out
+    and torque reports come back on the joint wires, the bus carries the rest.
+
     Desktop emulation only: `sending` is held while the host sends, `pauses`
     (desktop.VmPauses) tells how long the emulated world stood still. Lockstep with
     `straggler` (s, runs with faults): a torque still missing that long after the goal went
     out is a silent node's, not a slow one's; the tick goes on without it. On a UART ring
     round a dead node (gp.dead) the tick's frames go into both ends and frames for links
     that come round to the host are put into the tip's end (firmware/node.py). With
-    `stale_after` (s, a bus with injected faults) a cycle whose K_N has not come that
-    long after it opened gets the goal from the last K_N
-    (GoalProcess.close_stale), as the in-process bus does once it has gone quiet (with no
-    K_N yet, lockstep: the tick ends without a goal after `straggler`); a
-    transport that holds frames back (transports/faulty.py `due_in`) is woken for them."""
-    perf_counter = time.perf_counter
-    held = getattr(transport, "due_in", None)
-    if io is not None:
-        poller = select.poll()
-        for fd in transport.read_fds():
-            poller.register(fd, select.POLLIN)
-        poller.register(io.fileno(), select.POLLIN)
+    `stale_after` (s, a bus with injected faults) a cycle whose K_N has not come that long
+    after it opened gets the goal from the last K_N (HostController.close_stale), as the
+    in-process bus does once it has gone quiet (with no K_N yet, lockstep: the tick ends
+    without a goal after `straggler`); a transport that holds frames back
+    (transports/faulty.py `due_in`) is woken for them.
 
-        def reports():   # torque reports; a torque the host's check rejects brakes its link
-            for r in io.recv_all():
-                out = gp.on_frame(r)
-                if out:
-                    with sending():
-                        transport.broadcast_batch(out)
+    The tick's steps: send, then until it ends: ended? -> wait_wall_clock or
+    wait_lockstep (how long to wait, or the tick ends) -> close_stale (a lost K_N) ->
+    recv -> take."""
 
-        def recv(wait):   # one bus frame or None; torque reports on the way
-            f = transport.recv(0)
-            if f is None:
-                reports()
-                if gp.complete:
-                    return None
-                due = held() if held else None
-                poller.poll(max(0, min(int(wait * 1000 + 0.999), 50, 50 if due is None else int(due * 1000 + 0.999))))
-                f = transport.recv(0)
-            reports()
-            return f
-    else:
-        recv = transport.recv
-    sched = HostSchedstat()
-    relay = getattr(transport, "send_return", None) if getattr(transport, "return_fd", None) is not None else None
+    END = None        # a step's answer: the tick ends here
+    AGAIN = -1.0      # a step's answer: look again at once (the deadline moved, a goal went out)
 
-    def exchange(frames, k, deadline):
-        t0 = perf_counter()
-        t_stale = t0 + stale_after
-        t_goal = None
-        paused = 0.0
-        sched0 = sched.read()
-        with sending():
-            if io is not None:
+    def __init__(self, gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
+                 pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0):
+        self.gp, self.stats, self.transport, self.health, self.io = gp, stats, transport, health, io
+        self.sending, self.pauses, self.timeout = sending, pauses, timeout
+        self.straggler, self.stale_after = straggler, stale_after
+        self.held = getattr(transport, "due_in", None)
+        self.sched = HostSchedstat()
+        self.relay = (getattr(transport, "send_return", None)
+                      if getattr(transport, "return_fd", None) is not None else None)
+        if io is not None:
+            self.poller = select.poll()
+            for fd in transport.read_fds():
+                self.poller.register(fd, select.POLLIN)
+            self.poller.register(io.fileno(), select.POLLIN)
+        else:
+            self.recv = transport.recv
+
+    def __call__(self, frames, k, deadline):
+        self.k, self.deadline = k, deadline
+        self.t0 = t0 = time.perf_counter()
+        self.t_stale, self.t_goal, self.paused = t0 + self.stale_after, None, 0.0
+        self.sched0 = self.sched.read()
+        self.send(frames)
+        self.gp.prepare()   # off the critical path: the kinematic wave is running now
+        self.limit = t0 + self.timeout
+        if deadline is not None:
+            self.stats.tick_budget_ms.append((deadline - t0) * 1e3)
+        while not self.ended():
+            now = time.perf_counter()
+            wait = self.wait_wall_clock(now) if self.deadline is not None else self.wait_lockstep(now)
+            if wait is not self.END and wait != self.AGAIN and self.stale_after and not self.gp.closed:
+                wait = self.close_stale(now, wait)
+            if wait is self.END:
+                return self.paused
+            if wait != self.AGAIN:
+                self.take(self.recv(wait))
+        return self.paused
+
+    def send(self, frames):
+        """The tick's frames: joint states on the joint wires (processes), the rest on the
+        bus; on a ring round a dead node into both ends."""
+        with self.sending():
+            if self.io is not None:
                 for f in frames:
                     if f[0] == m.JOINT_STATE:
-                        io.send(f)
+                        self.io.send(f)
                 frames = [f for f in frames if f[0] != m.JOINT_STATE]
-            if gp.dead and relay:   # a ring round a dead node: into both ends
-                transport.broadcast_batch(frames)
+            if self.gp.dead and self.relay:
+                self.transport.broadcast_batch(frames)
             else:
-                transport.send_batch(frames)
-        gp.prepare()   # off the critical path: the kinematic wave is running now
-        limit = t0 + timeout
-        if deadline is not None:
-            stats.tick_budget_ms.append((deadline - t0) * 1e3)
-        while True:
-            # (lockstep on a lossy bus: and the goal is out, or the K_N that would close the
-            # cycle is given up on; braked nodes report their torques before it comes)
-            if gp.complete and (gp.closed or deadline is not None or not stale_after):
-                stats.bus_cycle_ms.append((perf_counter() - t0) * 1e3)
-                if t_goal is not None:
-                    stats.goal_sent_ms.append((t_goal - t0) * 1e3)
-                return paused
-            now = perf_counter()
-            if deadline is not None:
-                if now >= deadline and pauses is not None:
-                    # the emulated world stood still while a vCPU was paused (desktop.py):
-                    # the deadline, and the schedule after it, move by that much
-                    lost = pauses.lost(t0, now)
-                    if lost > paused:
-                        deadline += lost - paused
-                        paused = lost
-                        continue
-                if now >= deadline:
-                    if health:
-                        health()
-                    if len(stats.late_cycles) < LATE_CYCLES_KEPT:   # what the late cycle was waiting for
-                        run_ms, runq_ms = sched.since(sched0)
-                        stats.late_cycles.append({
-                            "tick": k, "goal_sent_ms": None if t_goal is None else round((t_goal - t0) * 1e3, 2),
-                            "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
-                            "vm_paused_ms": round(paused * 1e3, 2),
-                            "host_oncpu_ms": run_ms, "host_runq_ms": runq_ms,
-                            "host_woke_late_ms": round((perf_counter() - deadline) * 1e3, 2),
-                            "deadline_ms": round((deadline - t0) * 1e3, 2)})
-                        if pauses is not None:
-                            stats.late_cycles[-1]["sentinel_wakeups_ms"] = pauses.wakeups_since(t0)
-                    return paused
-                wait = deadline - now
-            else:
-                # the goal went out, torques came, not this one's: silent (a lossy bus: or
-                # none came, as when the tick's SYNC and K_0 were both lost)
-                if straggler and gp.closed and (gp.n_got or stale_after) and now >= t0 + straggler:
-                    return paused
-                if now >= limit:
-                    if health:
-                        health()
-                    missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
-                    if stats.patience_ran_out(missing):
-                        return paused   # hold: the missing links' last torques stay on
-                    raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
-                                  % (k, missing, timeout))
-                wait = max(0.0, (min(limit, t0 + straggler) if straggler and (gp.n_got or stale_after) else limit) - now)
-            if stale_after and not gp.closed:
-                if now >= t_stale:
-                    t_stale = now + stale_after
-                    out = gp.close_stale()   # K_N lost: the goal from the last one
-                    if not out:   # none yet (the first ticks): no goal, no torque due
-                        if deadline is None and now >= t0 + straggler:
-                            return paused
-                        continue
-                    with sending():
-                        transport.broadcast_batch(out)
-                    t_goal = perf_counter()
-                    continue
-                wait = min(wait, t_stale - now)
-            f = recv(wait)
-            if f is None or len(f) < 3 or f[2] != m.HOST:
-                if f is not None and len(f) > 2 and relay and 1 <= f[2] <= gp.n:
-                    relay([f])   # a frame for a link, the long way round a dead node of a ring
-                continue         # (not one whose address a bit error made up: it would circle)
-            out = gp.on_frame(f)
-            if out:   # the goal batch (rebroadcast assertions, GOAL)
-                with sending():
-                    transport.broadcast_batch(out)
-                t_goal = perf_counter()
-    return exchange
+                self.transport.send_batch(frames)
+
+    def ended(self):
+        """Every torque is in (lockstep on a lossy bus: and the goal is out, or the K_N that
+        would close the cycle is given up on; braked nodes report their torques before it
+        comes): the cycle's times go to the stats."""
+        gp = self.gp
+        if not (gp.complete and (gp.closed or self.deadline is not None or not self.stale_after)):
+            return False
+        self.stats.bus_cycle_ms.append((time.perf_counter() - self.t0) * 1e3)
+        if self.t_goal is not None:
+            self.stats.goal_sent_ms.append((self.t_goal - self.t0) * 1e3)
+        return True
+
+    def wait_wall_clock(self, now):
+        """How long to wait for the next frame before the deadline; at the deadline a VM
+        pause the emulated world stood still for (desktop.py) moves it by that much (AGAIN),
+        or the tick ends late (END, with what it was waiting for)."""
+        if now >= self.deadline and self.pauses is not None:
+            lost = self.pauses.lost(self.t0, now)
+            if lost > self.paused:
+                self.deadline += lost - self.paused
+                self.paused = lost
+                return self.AGAIN
+        if now < self.deadline:
+            return self.deadline - now
+        if self.health:
+            self.health()
+        self.record_late()
+        return self.END
+
+    def record_late(self):
+        """What a late cycle was waiting for (the first LATE_CYCLES_KEPT of a run)."""
+        stats, gp, t0 = self.stats, self.gp, self.t0
+        if len(stats.late_cycles) >= LATE_CYCLES_KEPT:
+            return
+        run_ms, runq_ms = self.sched.since(self.sched0)
+        stats.late_cycles.append({
+            "tick": self.k, "goal_sent_ms": None if self.t_goal is None else round((self.t_goal - t0) * 1e3, 2),
+            "missing_links": [i + 1 for i in range(gp.n) if not gp.got[i]],
+            "vm_paused_ms": round(self.paused * 1e3, 2),
+            "host_oncpu_ms": run_ms, "host_runq_ms": runq_ms,
+            "host_woke_late_ms": round((time.perf_counter() - self.deadline) * 1e3, 2),
+            "deadline_ms": round((self.deadline - t0) * 1e3, 2)})
+        if self.pauses is not None:
+            stats.late_cycles[-1]["sentinel_wakeups_ms"] = self.pauses.wakeups_since(t0)
+
+    def wait_lockstep(self, now):
+        """How long to wait for the next frame with no deadline: END when the goal went out
+        and torques came, not this one's, for `straggler` s (a silent node; a lossy bus:
+        or none came, as when the tick's SYNC and K_0 were both lost); at the end of the
+        patience hold the missing torques (END) or abort."""
+        gp, straggler, t0 = self.gp, self.straggler, self.t0
+        waits_out = straggler and (gp.n_got or self.stale_after)
+        if waits_out and gp.closed and now >= t0 + straggler:
+            return self.END
+        if now >= self.limit:
+            if self.health:
+                self.health()
+            missing = [i + 1 for i in range(gp.n) if not gp.got[i]]
+            if self.stats.patience_ran_out(missing):
+                return self.END   # hold: the missing links' last torques stay on
+            raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
+                          % (self.k, missing, self.timeout))
+        return max(0.0, (min(self.limit, t0 + straggler) if waits_out else self.limit) - now)
+
+    def close_stale(self, now, wait):
+        """K_N lost (a bus with injected faults): `stale_after` s on, the goal from the last
+        one goes out (AGAIN); none yet (the first ticks): no goal, no torque due (lockstep:
+        END after `straggler`). Before that, the wait shortened to that time."""
+        if now < self.t_stale:
+            return min(wait, self.t_stale - now)
+        self.t_stale = now + self.stale_after
+        out = self.gp.close_stale()
+        if not out:
+            return self.END if self.deadline is None and now >= self.t0 + self.straggler else self.AGAIN
+        with self.sending():
+            self.transport.broadcast_batch(out)
+        self.t_goal = time.perf_counter()
+        return self.AGAIN
+
+    def recv(self, wait):
+        """One bus frame or None within `wait` s; torque reports on the joint wires taken
+        in on the way (processes mode; otherwise the transport's own recv)."""
+        f = self.transport.recv(0)
+        if f is None:
+            self.reports()
+            if self.gp.complete:
+                return None
+            due = self.held() if self.held else None
+            self.poller.poll(max(0, min(int(wait * 1000 + 0.999), 50,
+                                        50 if due is None else int(due * 1000 + 0.999))))
+            f = self.transport.recv(0)
+        self.reports()
+        return f
+
+    def reports(self):
+        """Torque reports from the joint wires; a torque the host's check rejects brakes its link."""
+        for r in self.io.recv_all():
+            out = self.gp.on_frame(r)
+            if out:
+                with self.sending():
+                    self.transport.broadcast_batch(out)
+
+    def take(self, f):
+        """A frame for the host to the controller; the goal batch it answers (rebroadcast
+        assertions, GOAL) out at once. A frame for a link that came round a ring past a dead
+        node goes on the long way (not one whose address a bit error made up: it would circle)."""
+        if f is None or len(f) < 3 or f[2] != m.HOST:
+            if f is not None and len(f) > 2 and self.relay and 1 <= f[2] <= self.gp.n:
+                self.relay([f])
+            return
+        out = self.gp.on_frame(f)
+        if out:
+            with self.sending():
+                self.transport.broadcast_batch(out)
+            self.t_goal = time.perf_counter()
 
 
 def reset_links(transport, lockstep):
