@@ -38,15 +38,15 @@ import numpy as np
 
 from firmware import behaviours
 from host import trajectory as tr
-from host.controller import GoalProcess
+from host.controller import HostController
 from host.runners.inprocess import make_agents
 from sim_host.model import build_mjcf
 
 KINDS = ("multiagent", "rmac", "rmac-nullspace", "computed-torque")
 
 
-class Centralised(GoalProcess):
-    """A GoalProcess whose cycle is one model-based control law on the plant's state."""
+class Centralised(HostController):
+    """A HostController whose cycle is one model-based control law on the plant's state."""
 
     def __init__(self, sc, plant):
         super().__init__(sc)

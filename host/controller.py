@@ -23,7 +23,7 @@ _INF = float("inf")
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
 
 
-class GoalProcess:
+class HostController:
     def __init__(self, sc):
         self.sc = sc
         self.n = sc.n

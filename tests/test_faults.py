@@ -126,8 +126,8 @@ def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free
 def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path):
     from bus_protocol import messages as m
     from bus_protocol.states import F_NEIGHBOUR_DISAGREES, RUN
-    from host.controller import GoalProcess
-    gp = GoalProcess(scenario(tmp_path))
+    from host.controller import HostController
+    gp = HostController(scenario(tmp_path))
     gp.begin(7, 7 / 120.0)
 
     def torque(link, u, comps):
@@ -190,9 +190,9 @@ def test_status_is_asked_for_again_where_it_was_lost(tmp_path):
     for some links is followed by another that asks again, until every link not known dead
     has answered; a dead link is not waited for, and stays in nodes_missing."""
     from bus_protocol import messages as m
-    from host.controller import GoalProcess
+    from host.controller import HostController
     from host.runners import wallclock
-    gp = GoalProcess(scenario(tmp_path))
+    gp = HostController(scenario(tmp_path))
     gp.dead = {6}   # link 7's process is gone
 
     class Lossy:
@@ -380,10 +380,10 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
 
     from bus_protocol import messages as m
     from bus_protocol.states import RUN
-    from host import controller as gpm
+    from host import controller
     from host.scenario.loader import load
     sc = load(Path(REPO) / "scenarios" / "reference.toml")
-    gp = gpm.GoalProcess(sc)
+    gp = controller.HostController(sc)
     gp.tick = 3
     out = gp.on_frame(m.encode(m.TORQUE, 4, 0, 1, (3, 0.0, RUN, float("inf"), 0.0, 0.0, 0.0, 0.0, 0.0)))
     assert out and gp.member[3] is False and "torque off" in gp.events[0][2]

@@ -8,7 +8,7 @@ import pytest
 from bus_protocol import messages as m
 from host.tools import budget
 from bus_protocol import states as sc_states
-from host.controller import GoalProcess
+from host.controller import HostController
 from host.run import run_scenario
 from sim_host.fault_injection import FaultSet
 from tests.mp import mp_redundancy as mr
@@ -138,7 +138,7 @@ def test_a_tick_nobody_answers_drops_nobody(tmp_path):
             gp.on_frame(m.encode(m.TORQUE, link, m.HOST, 0, (k, 0.0, sc_states.RUN) + (0.0,) * 6))
         gp.end_tick()
 
-    gp = GoalProcess(sc)
+    gp = HostController(sc)
     for k in range(3):
         tick(gp, k, [])
     assert all(gp.member) and gp.events == []

@@ -178,7 +178,7 @@ class RunDir:
         self.live = live          # (address, port) of the live server, or None
         self.telemetry = None     # host/telemetry.Telemetry: run.mcap (and the live server)
         self.record = telemetry or bool(live)   # False: no run.mcap (make bench's comparison)
-        self._sent = (0, 0)       # the goal process's logs and events handed to it
+        self._sent = (0, 0)       # the host controller's logs and events handed to it
         self._held = []           # rows handed over since the last chunk file
         self._chunk_at = time.monotonic()
         self._log = open(self.path / "run.log", "a", buffering=1)

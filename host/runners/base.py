@@ -1,14 +1,14 @@
 """The control loop every runner shares (docs/design.md §6): per tick, sense the plant, let the
 bus carry one cycle, apply the torques, advance the plant to the next tick. A runner
 supplies `exchange(frames, k, deadline)` which delivers the host's frames to the agents
-and feeds every frame addressed to the host back through `GoalProcess.on_frame`."""
+and feeds every frame addressed to the host back through `HostController.on_frame`."""
 import math
 import time
 import traceback
 
 import numpy as np
 
-from host.controller import SILENT, GoalProcess
+from host.controller import SILENT, HostController
 from host.report.run_dir import Recorder
 from host.runners.stats import RunStats
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
@@ -30,7 +30,7 @@ def obstacle_paths(sc):
 
 
 class ControlLoop:
-    """One run of scenario `sc`: plant, virtual hardware, goal process and recorder;
+    """One run of scenario `sc`: plant, virtual hardware, host controller and recorder;
     run() drives it tick by tick and fills `stats` (runners/stats.RunStats)."""
 
     def __init__(self, sc, mode):
@@ -40,7 +40,7 @@ class ControlLoop:
         self.plant = Plant(sc.arm, obstacles, timestep=sc.timestep)
         clearances = [b["rmoa"]["clearance"] for b in sc.behaviours if "rmoa" in b]
         self.hw = VirtualHardware(self.plant, max(clearances) if clearances else 0.0)
-        self.gp = GoalProcess(sc)
+        self.gp = HostController(sc)
         self.faults = FaultSet(sc.faults)
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)
@@ -142,7 +142,7 @@ class ControlLoop:
         # a link's state as its torque reported it; SILENT (-1) in a tick whose goal went
         # out and no torque of its came (dead, silent, its goal lost): its driver brakes
         # it after driver_timeout_ticks. member: in the host's team (1) or dropped (0).
-        # The recorder copies every row: the goal process's arrays go in as they are.
+        # The recorder copies every row: the host controller's arrays go in as they are.
         state = gp.states
         if gp.closed and not all(gp.got):
             state = np.where(gp.got, gp.states, SILENT)

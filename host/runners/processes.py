@@ -219,7 +219,7 @@ class Cluster:
         """A crashed node's board reboots (node_crash with an end): its MicroPython process
         starts again from its config (the board's flash) and opens its bus; once it says
         `ready` the host sends it COMMAND RESET with the run's clock, as at the start. The
-        team re-admits it from its RUN torques (GoalProcess), its neighbours from their
+        team re-admits it from its RUN torques (HostController), its neighbours from their
         checks. CAN only: a UART node's neighbours would have to re-open their wires to it.
         `on_frame`: the host's, for the frames that come for it meanwhile."""
         i = link - 1

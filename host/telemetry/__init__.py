@@ -98,7 +98,7 @@ class Telemetry:
         return None
 
     def rows(self, rows, logs=(), events=(), bus=None, t0_ns=None):
-        """Rows of the record (a dict of arrays) and the goal process's news since the last
+        """Rows of the record (a dict of arrays) and the host controller's news since the last
         call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
         process reads and removes. t0_ns: the wall time of t = 0, once known (else meta's)."""
         path = self.dir / ("%06d.pkl" % self.n_rows)

@@ -1,5 +1,5 @@
 """The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
-record (host/report/run_dir.Recorder: the same rows timeseries.npz holds) and the goal process's
+record (host/report/run_dir.Recorder: the same rows timeseries.npz holds) and the host controller's
 side information (node log lines, team events, bus counters), for run.mcap and the live
 server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
 ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
@@ -129,7 +129,7 @@ class Encoder:
         return self.t0_ns + int(round(t * 1e9))
 
     def side(self, info):
-        """Goal-process side information of a chunk -> messages: node log lines and host
+        """Host-controller side information of a chunk -> messages: node log lines and host
         events (foxglove.Log, /events); bus counters are kept for /bus."""
         out = []
         self.bus.update(info.get("bus", {}))
