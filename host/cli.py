@@ -118,8 +118,6 @@ def cmd_faults(a):
 
 
 def cmd_console(a):
-    from pathlib import Path
-
     from host import node_services
     if not (a.run or a.scenario):
         sys.stderr.write("linkteam console: give --run DIR or --scenario FILE\n")
@@ -156,7 +154,7 @@ def cmd_envelope(a):
     return envelope.main(a)
 
 
-def _add_thesis_commands(sub):
+def _add_experiments_command(sub):
     e = sub.add_parser("experiments", help="run the thesis experiments (scenarios/thesis/) in parallel and "
                        "write experiments/REPORT.md beside the thesis's figures")
     e.add_argument("--only", nargs="+", metavar="NAME", help="run only these rows (others keep their last results)")
@@ -168,11 +166,17 @@ def _add_thesis_commands(sub):
     e.add_argument("--timing", action="store_true", help="instead: compute per link per cycle for 5-20 links, "
                    "in-process and in MicroPython processes (Table 6.10's dT_N) -> experiments/TIMING.md")
     e.set_defaults(fn=cmd_experiments)
+
+
+def _add_convert_command(sub):
     c = sub.add_parser("convert", help="convert a thesis NAME.scenario directory (Appendix C) to TOML")
     c.add_argument("directory")
     c.add_argument("-o", "--output", required=True, help="TOML file to write")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(fn=cmd_convert)
+
+
+def _add_animate_command(sub):
     n = sub.add_parser("animate", help="draw a run directory's arm motion as a GIF")
     n.add_argument("rundir")
     n.add_argument("-o", "--output", help="GIF file (default RUNDIR/arm.gif)")
@@ -426,10 +430,7 @@ def cmd_vwire(a):
     return vwire.main(a.dir, a.links, a.topology, a.goal_pair)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="linkteam", description="Multiagent manipulator control: "
-                                "MicroPython link agents, RMDAC host, MuJoCo plant.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+def _add_run_command(sub):
     r = sub.add_parser("run", help="run a scenario and write summary.json, the time series and plots")
     r.add_argument("scenario", help="scenario TOML file (or a thesis NAME.scenario directory)")
     r.add_argument("--out", help="output directory (default runs/<scenario name>)")
@@ -465,6 +466,9 @@ def main(argv=None):
     r.add_argument("--gains-anyway", action="store_true", help="run with tuned gains even when they were tuned "
                    "on another arm (run.log and summary.json gains_from say so)")
     r.set_defaults(fn=cmd_run)
+
+
+def _add_replay_command(sub):
     y = sub.add_parser("replay", help="play a recorded run (its run.mcap) into the live server and page")
     y.add_argument("rundir", help="run directory holding run.mcap")
     y.add_argument("--speed", type=float, default=1.0, help="playback speed (2: twice real time)")
@@ -472,6 +476,9 @@ def main(argv=None):
     y.add_argument("--live-wait", type=float, default=30.0, metavar="S",
                    help="wait up to S seconds for a client to subscribe before playing")
     y.set_defaults(fn=cmd_replay)
+
+
+def _add_console_command(sub):
     o = sub.add_parser("console", help="follow one node's log live (requests and finish times) during a "
                        "processes or hil run")
     o.add_argument("--link", type=int, required=True)
@@ -479,7 +486,9 @@ def main(argv=None):
     o.add_argument("--scenario", help="or the scenario: its default run directory runs/<name>")
     o.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the node's log to appear")
     o.set_defaults(fn=cmd_console)
-    _add_thesis_commands(sub)
+
+
+def _add_faults_command(sub):
     fl = sub.add_parser("faults", help="run scenarios/faults/ in-process and in processes mode (UART ring, CAN) "
                         "and write experiments/FAULTS.md")
     fl.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios (and the fault-free reference-ft)")
@@ -490,8 +499,7 @@ def main(argv=None):
     fl.set_defaults(fn=cmd_faults)
 
 
-
-    _add_tune_command(sub)
+def _add_envelope_command(sub):
     n = sub.add_parser("envelope", help="the reference run beyond the thesis's arm (payload, links, rate, gains, "
                        "start pose) -> experiments/ENVELOPE.md and a heat map")
     n.add_argument("--jobs", type=int, default=2, help="parallel processes (at most 2)")
@@ -499,10 +507,16 @@ def main(argv=None):
     n.add_argument("--out", help="output directory (default experiments/)")
     n.add_argument("--quiet", action="store_true", help="no progress bar")
     n.set_defaults(fn=cmd_envelope)
+
+
+def _add_vboard_command(sub):
     v = sub.add_parser("vboard", help="a virtual board: MicroPython unix port behind a pty at PATH (for mpremote)")
     v.add_argument("path", help="where to put the board's serial device (a symlink to a pty)")
     v.add_argument("--fs", help="the board's filesystem directory (default PATH.fs)")
     v.set_defaults(fn=cmd_vboard)
+
+
+def _add_vwire_command(sub):
     w = sub.add_parser("vwire", help="the UART wires of a ring or chain of vboards and the host, on ptys in DIR")
     w.add_argument("dir", help="where to put the ports: host, up1, down1, ... (symlinks to ptys)")
     w.add_argument("--links", type=int, required=True)
@@ -510,6 +524,9 @@ def main(argv=None):
                    help="ring: link N's down TX back to the host's RX; chain: host <-> link 1 only")
     w.add_argument("--goal-pair", action="store_true", help="ring: the host's TX reaches link N's down RX too")
     w.set_defaults(fn=cmd_vwire)
+
+
+def _add_flash_command(sub):
     f = sub.add_parser("flash", help="mpy-cross + mpremote: firmware, link config and boot main.py onto a board")
     f.add_argument("--port", help="the board's serial port (or a vboard PATH)")
     f.add_argument("--link", type=int, help="link index this board drives (1 = base)")
@@ -520,20 +537,31 @@ def main(argv=None):
     f.add_argument("--lines", action="store_true", help="keep line numbers in the .mpy files: tracebacks "
                    "name the line (about 1.3 KB more RAM on a Cortex-M4F; host/tools/flash.py MPY_OPT)")
     f.set_defaults(fn=cmd_flash)
+
+
+def _add_boards_command(sub):
     b = sub.add_parser("boards", help="list attached boards: port, platform, arch, link, board, firmware version")
     b.add_argument("--ports", help="comma-separated ports to ask (default: USB serial ports)")
     b.set_defaults(fn=cmd_boards)
+
+
+def _add_config_command(sub):
     c = sub.add_parser("config", help="dump or restore a board's /config.json")
     c.add_argument("action", choices=("dump", "restore"))
     c.add_argument("--port", required=True)
     c.add_argument("--file", help="JSON file (restore: required; dump: default stdout)")
     c.set_defaults(fn=cmd_config)
+
+
+def _add_scan_command(sub):
     s_ = sub.add_parser("scan", help="find the nodes on a bus by broadcast ping")
     s_.add_argument("--ports", required=True, help="udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     s_.add_argument("--max-links", type=int, default=32)
     s_.add_argument("--timeout", type=float, default=1.0)
     s_.set_defaults(fn=cmd_scan)
-    _add_node_command(sub)
+
+
+def _add_budget_command(sub):
     g = sub.add_parser("budget", help="bus bytes per cycle, chain latency and the highest control rate")
     g.add_argument("--links", type=int, help="links (default with --from-run: the run's)")
     g.add_argument("--bus", required=True, help="uart:BAUD | can:BITRATE | canfd:NOMINAL/DATA")
@@ -561,7 +589,36 @@ def main(argv=None):
     g.add_argument("--kinematic-copies", type=int, default=1, choices=(1, 2, 3),
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
     g.set_defaults(fn=cmd_budget)
-    a = p.parse_args(argv)
+
+
+def parser():
+    """The command line: one subcommand per job, each added by its own _add_*_command."""
+    p = argparse.ArgumentParser(prog="linkteam", description="Multiagent manipulator control: "
+                                "MicroPython link agents, RMDAC host, MuJoCo plant.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for add in (_add_run_command,
+                _add_replay_command,
+                _add_console_command,
+                _add_experiments_command,
+                _add_convert_command,
+                _add_animate_command,
+                _add_faults_command,
+                _add_tune_command,
+                _add_envelope_command,
+                _add_vboard_command,
+                _add_vwire_command,
+                _add_flash_command,
+                _add_boards_command,
+                _add_config_command,
+                _add_scan_command,
+                _add_node_command,
+                _add_budget_command):
+        add(sub)
+    return p
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
     return _call(a.fn, a, a.cmd)
 
 
