@@ -102,10 +102,7 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
         raise ValueError("arm has no links")
     gravity = arm.get("gravity", (0.0, 0.0, 0.0))
     base = arm.get("base") or {}
-    base_pos = base.get("pos", (0.0, 0.0, 0.0))
-    base_quat = base.get("quat", (1.0, 0.0, 0.0, 0.0))
     link_coll = bool(arm.get("link_collisions", False))
-    payload = arm.get("payload")
 
     out = []
     w = out.append
@@ -120,56 +117,16 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
     w('  </default>')
     w('  <worldbody>')
     w('    <light pos="0 0 20" dir="0 0 -1" directional="true"/>')
-    w('    <body name="base" pos="%s" quat="%s">' % (_v(base_pos), _v(base_quat)))
+    w('    <body name="base" pos="%s" quat="%s">' % (_v(base.get("pos", (0.0, 0.0, 0.0))),
+                                                     _v(base.get("quat", (1.0, 0.0, 0.0, 0.0)))))
     w('      <site name="frame_0" size="0.02"/>')
-
     indent = "      "
+    w('%s<body name="link1">' % indent)
     for i, L in enumerate(links, start=1):
-        typ = L.get("type", "revolute")
-        if typ not in ("revolute", "prismatic"):
-            raise ValueError("link %d: unknown joint type %r" % (i, typ))
-        if i == 1:
-            w('%s<body name="link1">' % indent)
-        ind = indent + "  "
-        t, q = link_static_transform(L)
-        radius = float(L.get("radius", DEFAULT_RADIUS) or DEFAULT_RADIUS)
-        jattr = ['name="q%d"' % i, 'type="%s"' % ("hinge" if typ == "revolute" else "slide"),
-                 'axis="0 0 1"', 'pos="0 0 0"',
-                 'damping="%s"' % _f(L.get("damping", 0.0))]
-        if L.get("limited", False):
-            jattr.append('limited="true" range="%s %s"' % (_f(L["q_low"]), _f(L["q_high"])))
-        else:
-            jattr.append('limited="false"')
-        w('%s<joint %s/>' % (ind, " ".join(jattr)))
-        inert = _inertial_xml(L.get("mass", 0.0), L.get("inertia", (0.0, 0.0, 0.0)),
-                              _apply(t, q, L.get("centroid", (0.0, 0.0, 0.0))), q, floor=True)
-        if inert:
-            w(ind + inert)
-        cattr = 'contype="1" conaffinity="1"' if link_coll else 'contype="0" conaffinity="0"'
-        length = math.sqrt(t[0] ** 2 + t[1] ** 2 + t[2] ** 2)
-        rgba = "0.3 0.5 0.8 1" if i % 2 else "0.8 0.5 0.3 1"
-        if length > 1e-9:
-            w('%s<geom name="link%d_geom" type="capsule" fromto="0 0 0 %s" size="%s" rgba="%s" %s/>'
-              % (ind, i, _v(t), _f(radius), rgba, cattr))
-        else:
-            w('%s<geom name="link%d_geom" type="sphere" size="%s" rgba="%s" %s/>'
-              % (ind, i, _f(radius), rgba, cattr))
-        w('%s<site name="frame_%d" pos="%s" quat="%s" size="0.02"/>' % (ind, i, _v(t), _v(q)))
-        if i == n and payload:
-            pin = _inertial_xml(payload.get("mass", 0.0), payload.get("inertia", (0, 0, 0)),
-                                payload.get("centroid", (0.0, 0.0, 0.0)), (1.0, 0.0, 0.0, 0.0))
-            if pin:
-                w('%s<body name="payload" pos="%s" quat="%s">' % (ind, _v(t), _v(q)))
-                w('%s  %s' % (ind, pin))
-                w('%s</body>' % ind)
-        if i < n:
-            # S_i places the next link's body (frame F_i, before joint i+1 moves)
-            w('%s<body name="link%d" pos="%s" quat="%s">' % (ind, i + 1, _v(t), _v(q)))
-            indent = ind
+        indent = _link_xml(w, i, L, indent, last=i == n, link_coll=link_coll, payload=arm.get("payload"))
     for i in range(n, 0, -1):
         w('%s</body>' % ("      " + "  " * (i - 1)))
     w('    </body>')
-
     for k, ob in enumerate(obstacles):
         name = ob.get("name", "obs%d" % k)
         w('    <body name="obs_%s" mocap="true" pos="%s">' % (name, _v(ob.get("pos", (0, 0, 0)))))
@@ -177,7 +134,60 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
           ' contype="0" conaffinity="0"/>' % (name, _f(ob["radius"])))
         w('    </body>')
     w('  </worldbody>')
+    _joints_xml(w, links, link_coll)
+    w('</mujoco>')
+    return "\n".join(out) + "\n"
 
+
+def _link_xml(w, i, L, indent, last, link_coll, payload):
+    """Joint i, its link's inertia, geometry and frame site inside body link<i> (opened
+    at `indent`); the payload on the last link; the next link's body opened. -> the
+    next body's indent."""
+    typ = L.get("type", "revolute")
+    if typ not in ("revolute", "prismatic"):
+        raise ValueError("link %d: unknown joint type %r" % (i, typ))
+    ind = indent + "  "
+    t, q = link_static_transform(L)
+    radius = float(L.get("radius", DEFAULT_RADIUS) or DEFAULT_RADIUS)
+    jattr = ['name="q%d"' % i, 'type="%s"' % ("hinge" if typ == "revolute" else "slide"),
+             'axis="0 0 1"', 'pos="0 0 0"',
+             'damping="%s"' % _f(L.get("damping", 0.0))]
+    if L.get("limited", False):
+        jattr.append('limited="true" range="%s %s"' % (_f(L["q_low"]), _f(L["q_high"])))
+    else:
+        jattr.append('limited="false"')
+    w('%s<joint %s/>' % (ind, " ".join(jattr)))
+    inert = _inertial_xml(L.get("mass", 0.0), L.get("inertia", (0.0, 0.0, 0.0)),
+                          _apply(t, q, L.get("centroid", (0.0, 0.0, 0.0))), q, floor=True)
+    if inert:
+        w(ind + inert)
+    cattr = 'contype="1" conaffinity="1"' if link_coll else 'contype="0" conaffinity="0"'
+    length = math.sqrt(t[0] ** 2 + t[1] ** 2 + t[2] ** 2)
+    rgba = "0.3 0.5 0.8 1" if i % 2 else "0.8 0.5 0.3 1"
+    if length > 1e-9:
+        w('%s<geom name="link%d_geom" type="capsule" fromto="0 0 0 %s" size="%s" rgba="%s" %s/>'
+          % (ind, i, _v(t), _f(radius), rgba, cattr))
+    else:
+        w('%s<geom name="link%d_geom" type="sphere" size="%s" rgba="%s" %s/>'
+          % (ind, i, _f(radius), rgba, cattr))
+    w('%s<site name="frame_%d" pos="%s" quat="%s" size="0.02"/>' % (ind, i, _v(t), _v(q)))
+    if last and payload:
+        pin = _inertial_xml(payload.get("mass", 0.0), payload.get("inertia", (0, 0, 0)),
+                            payload.get("centroid", (0.0, 0.0, 0.0)), (1.0, 0.0, 0.0, 0.0))
+        if pin:
+            w('%s<body name="payload" pos="%s" quat="%s">' % (ind, _v(t), _v(q)))
+            w('%s  %s' % (ind, pin))
+            w('%s</body>' % ind)
+    if not last:
+        # S_i places the next link's body (frame F_i, before joint i+1 moves)
+        w('%s<body name="link%d" pos="%s" quat="%s">' % (ind, i + 1, _v(t), _v(q)))
+        return ind
+    return indent
+
+
+def _joints_xml(w, links, link_coll):
+    """Neighbouring links' contacts excluded, the holding brakes, the motors."""
+    n = len(links)
     if link_coll and n > 1:
         w('  <contact>')
         for i in range(1, n):
@@ -201,8 +211,6 @@ def build_mjcf(arm, obstacles=(), timestep=DEFAULT_TIMESTEP):
             w('    <motor name="u%d" joint="q%d" gear="1" ctrllimited="true" ctrlrange="%s %s"/>'
               % (i, i, _f(-u), _f(u)))
     w('  </actuator>')
-    w('</mujoco>')
-    return "\n".join(out) + "\n"
 
 
 def reference_arm(n_links=10, total_length=7.5, total_mass=100.0, damping=1.0, u_sat=1e6,

@@ -267,9 +267,6 @@ class Plant:
             return self.obstacle_names.index(k)
         return int(k)
 
-    def obstacle_positions(self):
-        return self._obs_c.copy()
-
     def set_obstacle_position(self, k, xyz):
         k = self._obstacle_index(k)
         self._obs_c[k] = np.asarray(xyz, dtype=float).reshape(3)
