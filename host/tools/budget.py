@@ -101,56 +101,68 @@ class _Line:
 
 def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
-    kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
-    c = dict(DEFAULT_COMPUTE)
-    c.update(compute or {})
-    us = 1e-6
-    w = c["wake_us"]
-    k_us, goal_us, fwd_us = c["k_us"] + w, c["goal_us"] + w, c["fwd_us"] + w
-    t_of = {mt: frame_seconds(kind, rate, data_rate, mt) for mt in
-            (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.TORQUE)}
-    ev = []
-    seq = [0]
-    chain = kind == "uart"
-    ring = chain and topology == "ring"
-    medium = _Line()
-    ret = _Line()                            # ring: the tip's down port -> the host
-    ret_in = _Line()                         # ring: the host -> the tip's down port (GOAL)
-    got_goal = set()
-    got_k = set()                            # nodes that composed K_i (on the first copy)
-    down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
-    up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
+    return _Cycle(n, bus, plant, compute, topology, kinematic_copies).run()
 
-    def push(t, node, frame):
-        seq[0] += 1
-        heapq.heappush(ev, (t, seq[0], node, frame))
 
-    def emit(t, src, frame):
+class _Cycle:
+    """The discrete-event simulation of one cycle behind `simulate`: frames leave nodes
+    (`emit`), take their line's time and arrive (`push`); the host (node 0) and every
+    link act on what arrives (`at_host`, `at_link`)."""
+
+    def __init__(self, n, bus, plant, compute, topology, kinematic_copies):
+        kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
+        self.n, self.kind, self.plant, self.topology, self.copies = n, kind, plant, topology, kinematic_copies
+        c = self.c = dict(DEFAULT_COMPUTE)
+        c.update(compute or {})
+        self.w = c["wake_us"]
+        self.k_us, self.goal_us, self.fwd_us = c["k_us"] + self.w, c["goal_us"] + self.w, c["fwd_us"] + self.w
+        self.t_of = {mt: frame_seconds(kind, rate, data_rate, mt) for mt in
+                     (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.TORQUE)}
+        self.ev = []
+        self.seq = 0
+        self.chain = kind == "uart"
+        self.ring = self.chain and topology == "ring"
+        self.medium = _Line()
+        self.ret = _Line()                            # ring: the tip's down port -> the host
+        self.ret_in = _Line()                         # ring: the host -> the tip's down port (GOAL)
+        self.got_goal = set()
+        self.got_k = set()                            # nodes that composed K_i (on the first copy)
+        self.down = [_Line() for _ in range(n + 2)]   # down[j]: node j-1 -> node j
+        self.up = [_Line() for _ in range(n + 2)]     # up[j]:   node j -> node j-1
+        self.torques = 0
+        self.t_kn = self.t_end = None
+
+    def push(self, t, node, frame):
+        self.seq += 1
+        heapq.heappush(self.ev, (t, self.seq, node, frame))
+
+    def emit(self, t, src, frame):
         """Frame (mtype, dst[, way]) leaves node src at time t; way = -1 for a ring's
         goal wave running up from the tip."""
+        n, push, down, up = self.n, self.push, self.down, self.up
         mt, dst = frame[:2]
-        dt = t_of[mt]
-        if not chain:
-            arr = medium.send(t, dt)
+        dt = self.t_of[mt]
+        if not self.chain:
+            arr = self.medium.send(t, dt)
             targets = range(1, n + 1) if dst == m.BROADCAST else [dst]
             for d in targets:
                 if d != src:
                     push(arr, d, frame)
             return
-        if mt == m.GOAL and ring:   # two waves: from the host into both ends, on away from it
+        if mt == m.GOAL and self.ring:   # two waves: from the host into both ends, on away from it
             if src == 0:
                 push(down[1].send(t, dt), 1, (mt, dst, 1))
-                push(ret_in.send(t, dt), n, (mt, dst, -1))
+                push(self.ret_in.send(t, dt), n, (mt, dst, -1))
             elif frame[2] > 0 and src < n:
                 push(down[src + 1].send(t, dt), src + 1, frame)
             elif frame[2] < 0 and src > 1:
                 push(up[src].send(t, dt), src - 1, frame)
             return
-        if dst == m.HOST and ring:
+        if dst == m.HOST and self.ring:
             if src < n:
                 push(down[src + 1].send(t, dt), src + 1, frame)
             else:
-                push(ret.send(t, dt), 0, frame)
+                push(self.ret.send(t, dt), 0, frame)
             return
         if dst == m.BROADCAST or (dst != m.HOST and dst > src):
             if src < n:
@@ -158,48 +170,67 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copie
         if dst == m.HOST or (dst != m.BROADCAST and dst < src):
             push(up[src].send(t, dt), src - 1, frame)
 
-    js, tq, _ = PLANTS[plant]
-    frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if js else []
-    frames += [(m.SYNC, m.BROADCAST)] + [(m.KINEMATIC, 1)] * kinematic_copies
-    for f in frames:
-        emit(0.0, 0, f)
-    torques = 0
-    t_kn = t_end = None
-    while ev:
-        t, _, node, frame = heapq.heappop(ev)
+    def run(self):
+        js, self.tq, _ = PLANTS[self.plant]
+        n = self.n
+        frames = [(m.JOINT_STATE, i) for i in range(1, n + 1)] if js else []
+        frames += [(m.SYNC, m.BROADCAST)] + [(m.KINEMATIC, 1)] * self.copies
+        for f in frames:
+            self.emit(0.0, 0, f)
+        while self.ev:
+            t, _, node, frame = heapq.heappop(self.ev)
+            if self.ring and frame[0] == m.GOAL:
+                if node in self.got_goal:
+                    continue              # the other wave was here first
+                self.got_goal.add(node)
+            if node == 0:
+                self.at_host(t, frame[0])
+            else:
+                self.at_link(t, node, frame)
+        return self.result()
+
+    def at_host(self, t, mt):
+        """K_N in: the goal out after the host's compute; with the plant on the bus, the
+        cycle ends when the last torque is in."""
+        if mt == m.KINEMATIC and self.t_kn is None:
+            self.t_kn = t
+            self.emit(t + self.c["host_us"] * 1e-6, 0, (m.GOAL, m.BROADCAST))
+        elif mt == m.TORQUE and self.plant == "bus":
+            self.torques += 1
+            if self.torques == self.n:
+                self.t_end = t
+
+    def at_link(self, t, node, frame):
+        """A link forwards what passes by (cut-through: first), composes K_i on its first
+        copy of K_{i-1}, and acts on the goal (its torque to the host and, with the plant
+        elsewhere, at its joint)."""
+        us = 1e-6
         mt, dst = frame[:2]
-        if ring and mt == m.GOAL:
-            if node in got_goal:
-                continue              # the other wave was here first
-            got_goal.add(node)
-        if node == 0:
-            if mt == m.KINEMATIC and t_kn is None:
-                t_kn = t
-                emit(t + c["host_us"] * us, 0, (m.GOAL, m.BROADCAST))
-            elif mt == m.TORQUE and plant == "bus":
-                torques += 1
-                if torques == n:
-                    t_end = t
-            continue
-        if chain and dst != node:     # passing by (cut-through: forwarded first)
-            emit(t + fwd_us * us, node, frame)
-        if dst == node or dst == m.BROADCAST:
-            if mt == m.KINEMATIC and node not in got_k:
-                got_k.add(node)
-                for _ in range(kinematic_copies):
-                    emit(t + k_us * us, node, (m.KINEMATIC, node + 1 if node < n else m.HOST))
-            elif mt == m.GOAL:
-                acted = t + goal_us * us
-                if tq:
-                    emit(acted, node, (m.TORQUE, m.HOST))
-                if plant != "bus":   # the torque acts at the node (+ one wire hop to the plant)
-                    done = acted + (w * us if plant == "wire" else 0.0)
-                    t_end = done if t_end is None else max(t_end, done)
-    lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret, ret_in]
-    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant, kinematic_copies))
-    busiest = max(ln.busy for ln in lines)
-    return {"bus": kind, "links": n, "topology": topology if chain else None, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
-            "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
+        if self.chain and dst != node:
+            self.emit(t + self.fwd_us * us, node, frame)
+        if dst != node and dst != m.BROADCAST:
+            return
+        if mt == m.KINEMATIC and node not in self.got_k:
+            self.got_k.add(node)
+            for _ in range(self.copies):
+                self.emit(t + self.k_us * us, node, (m.KINEMATIC, node + 1 if node < self.n else m.HOST))
+        elif mt == m.GOAL:
+            acted = t + self.goal_us * us
+            if self.tq:
+                self.emit(acted, node, (m.TORQUE, m.HOST))
+            if self.plant != "bus":   # the torque acts at the node (+ one wire hop to the plant)
+                done = acted + (self.w * us if self.plant == "wire" else 0.0)
+                self.t_end = done if self.t_end is None else max(self.t_end, done)
+
+    def result(self):
+        n, chain, kind = self.n, self.chain, self.kind
+        lines = [self.medium] if not chain else self.down[1:n + 1] + self.up[1:n + 1] + [self.ret, self.ret_in]
+        bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt))
+                          for mt, cnt in cycle_frames(n, self.plant, self.copies))
+        busiest = max(ln.busy for ln in lines)
+        return {"bus": kind, "links": n, "topology": self.topology if chain else None, "latency_s": self.t_end,
+                "k_n_s": self.t_kn, "bytes_per_cycle": bytes_cycle,
+                "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(self.t_end, busiest), "compute": self.c}
 
 
 def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
