@@ -156,7 +156,16 @@ def write_report(out, results):
              "phi_rms in rad. Thesis figures: Monckton 1997, Tables D.21-D.24 (OCR). Runs: "
              "`experiments/gains/runs/`, figures in `experiments/figures/gains-*.png`." % time.strftime("%Y-%m-%d %H:%M"),
              ""]
-    verdicts = []
+    d_lines, verdicts = _d_tables(results, figs)
+    lines += d_lines + _d_summary(verdicts) + _rate_section(results, figs) + _weight_section(results, out)
+    lines += _rmac_section(results)
+    return write_with_notes(out, "GAINS", lines)
+
+
+def _d_tables(results, figs):
+    """Tables D.21-D.24: ours beside the thesis's, a trend verdict per trajectory, a plot
+    each. -> (lines, verdicts)"""
+    lines, verdicts = [], []
     for table, label, param, rows in D_STUDIES:
         lines += ["## Table %s: %s" % (table, label), "",
                   "| %s | run | ref e_rms ours | ref e_rms thesis | ref phi ours | ref phi thesis "
@@ -180,28 +189,43 @@ def write_report(out, results):
         _plot(figs / ("gains-%s.png" % table.replace(".", "")), "Table %s: %s" % (table, label), param,
               [r[0] for r in rows], series)
         lines += ["![%s](figures/gains-%s.png)" % (table, table.replace(".", "")), ""]
-    lines += ["## Summary: does each gain move e_rms the way the thesis's does?", "",
-              "| table | parameter | trajectory | ours | thesis | same direction |", "|---|---|---|---|---|---|"]
+    return lines, verdicts
+
+
+def _d_summary(verdicts):
+    lines = ["## Summary: does each gain move e_rms the way the thesis's does?", "",
+             "| table | parameter | trajectory | ours | thesis | same direction |", "|---|---|---|---|---|---|"]
     for table, param, traj, ours, thesis in verdicts:
         same = ours.split()[0] == thesis.split()[0]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (table, param, traj, ours, thesis, "yes" if same else "no"))
-    lines += ["", "## D.1: control rate against integral-gain wind-up (reference)", "",
-              "The reference 'Best Gains' with every integral gain (delta, alpha, beta, nu, gamma, lambda) "
-              "times %s. Thesis D.1: \"Increased control rates were observed to counter large integral gains, in "
-              "effect reducing integrator wind up through smaller time steps.\"" % ", ".join("%g" % x for x in SCALES), "",
-              "| control rate (Hz) | %s |" % " | ".join("gains x%g: e_rms (m)" % x for x in SCALES),
-              "|---|%s" % ("---|" * len(SCALES))]
+    return lines
+
+
+def _rate_section(results, figs):
+    """D.1: control rate against integral-gain wind-up."""
+    lines = ["", "## D.1: control rate against integral-gain wind-up (reference)", "",
+             "The reference 'Best Gains' with every integral gain (delta, alpha, beta, nu, gamma, lambda) "
+             "times %s. Thesis D.1: \"Increased control rates were observed to counter large integral gains, in "
+             "effect reducing integrator wind up through smaller time steps.\"" % ", ".join("%g" % x for x in SCALES), "",
+             "| control rate (Hz) | %s |" % " | ".join("gains x%g: e_rms (m)" % x for x in SCALES),
+             "|---|%s" % ("---|" * len(SCALES))]
     for hz in RATES:
         lines.append("| %g | %s |" % (hz, " | ".join(
             _fmt(_e(results, "rate-%g-x%g" % (hz, x))) or _status(results, "rate-%g-x%g" % (hz, x)) for x in SCALES)))
     _plot(figs / "gains-rate.png", "D.1: control rate, reference best gains x1, x4, x16", "control rate (Hz)",
           list(RATES), {"ours x%g" % x: [_e(results, "rate-%g-x%g" % (hz, x)) for hz in RATES] for x in SCALES})
-    lines += ["", "![control rate](figures/gains-rate.png)", "",
-              "## 7.7: centering arbitration weight (tracking + avoidance + centering, `combined`)", "",
-              "Thesis: weight 0.5 works (Table 7.18, 3.999e-3 m), 1.0 works (4.679e-3 m), 2.0 \"renders this same "
-              "system unstable\".", "",
-              "| centering weight | e_rms (m) | q_rms | e_rms per %g s window (mm) | status |" % WINDOW_S,
-              "|---|---|---|---|---|"]
+    lines += ["", "![control rate](figures/gains-rate.png)", ""]
+    return lines
+
+
+def _weight_section(results, out):
+    """7.7: the centering arbitration weight, each run's error by window: bounded,
+    growing or diverged."""
+    lines = ["## 7.7: centering arbitration weight (tracking + avoidance + centering, `combined`)", "",
+             "Thesis: weight 0.5 works (Table 7.18, 3.999e-3 m), 1.0 works (4.679e-3 m), 2.0 \"renders this same "
+             "system unstable\".", "",
+             "| centering weight | e_rms (m) | q_rms | e_rms per %g s window (mm) | status |" % WINDOW_S,
+             "|---|---|---|---|---|"]
     verdict = {"bounded": [], "growing": [], "diverged": []}
     for w in WEIGHTS:
         name = "weight-%g" % w
@@ -216,12 +240,17 @@ def write_report(out, results):
     lines += ["", "'growing': the last window's e_rms above %g x the first's. %s." % (GROWTH, "; ".join(
         "%s at weights %s" % (k.capitalize() if i == 0 else k, ", ".join(ws) or "none")
         for i, (k, ws) in enumerate(verdict.items()))), ""]
-    lines += ["## Table 8.19: RMAC's task-space gain", "",
-              "The thesis gives no RMAC gains. Our rows use kp 100, kv 20; here kp sweeps with kv = 2 sqrt(kp) "
-              "(critically damped) on the centering-100 task. Thesis: with null space 1.257e-2 m, without "
-              "5.612e-2 m; multiagent 5.963e-3 m (ours: see REPORT.md, centering-100).", "",
-              "| kp | RMAC without task assignment: e_rms (m) | q_rms | RMAC with null space: e_rms (m) | q_rms |",
-              "|---|---|---|---|---|"]
+    return lines
+
+
+def _rmac_section(results):
+    """Table 8.19's centralised rows: RMAC's gain, and the model without the payload."""
+    lines = ["## Table 8.19: RMAC's task-space gain", "",
+             "The thesis gives no RMAC gains. Our rows use kp 100, kv 20; here kp sweeps with kv = 2 sqrt(kp) "
+             "(critically damped) on the centering-100 task. Thesis: with null space 1.257e-2 m, without "
+             "5.612e-2 m; multiagent 5.963e-3 m (ours: see REPORT.md, centering-100).", "",
+             "| kp | RMAC without task assignment: e_rms (m) | q_rms | RMAC with null space: e_rms (m) | q_rms |",
+             "|---|---|---|---|---|"]
     for kp in RMAC_KP:
         a, b = results.get("rmac-kp%g" % kp, {}), results.get("rmac-nullspace-kp%g" % kp, {})
         lines.append("| %g | %s | %s | %s | %s |" % (
@@ -237,7 +266,7 @@ def write_report(out, results):
         lines.append("| %s | %s | %s | %s |" % (kind, _fmt(exact), _fmt(wrong),
                                                 "%.2f" % (wrong / exact) if exact and wrong else ""))
     lines.append("")
-    return write_with_notes(out, "GAINS", lines)
+    return lines
 
 
 def _status(results, name):
