@@ -49,37 +49,73 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     log_lines = []
     loop = ControlLoop(sc, mode)
     rd.attach(loop)
-    live_wait = opts.pop("live_wait")
-    if rd.live:   # (also when quiet: where to look is the point of --live)
-        sys.stderr.write("live: http://%s:%d/ (Foxglove: ws://%s:%d)\n" % (rd.live[0], rd.telemetry.port,
-                                                                          rd.live[0], rd.telemetry.port))
-        sys.stderr.flush()
-        if live_wait > 0:
-            rd.telemetry.wait_for_client(live_wait)
+    _say_live(rd, opts.pop("live_wait"))
     if mode != "inprocess":   # the nodes' log requests and timing, live (linkteam console)
         loop.gp.services.open(out_dir, shared_clock=mode == "processes")   # one host: one clock
     else:   # no critical path in-process: memory flat however long the run
         loop.gp.services.keep_finish = False
     progress = None if quiet or not sys.stderr.isatty() else ProgressBar(sc.name)
     steal0 = vm_steal_ms()
-    if sc.controller["kind"] != "multiagent":   # centralised baselines: on the host, in-process
-        from host import centralised
-        stats = centralised.run(loop, progress)
-    elif mode == "inprocess":
-        from host.runners import inprocess
-        stats = inprocess.run(loop, progress)
-    elif mode == "hil":
-        from host.runners import hil
-        stats = hil.run(loop, progress, **opts)
-    elif mode == "boards":
-        from host.runners import boards
-        stats = boards.run(loop, progress, **opts)
-    else:
-        from host.runners import processes
-        stats = processes.run(loop, progress, **opts)
+    stats = _run_loop(sc, loop, mode, progress, opts)
     if progress:
         progress.close()
     arr = loop.rec.arrays() if len(loop.rec) else {}
+    summary = _summary(sc, loop, stats, arr, mode, steal0)
+    if loop.faults or loop.gp.events:
+        log_lines += ["%.3f host: link %d %s" % entry for entry in loop.gp.events]
+    log_lines += ["ready: link %d: %s" % entry for entry in stats.node_ready]
+    if stats.node_logs:
+        log_lines.append("node output:\n" + stats.node_logs)
+    log_lines.append("status %s %s" % (stats.status, stats.reason))
+    if stats.traceback:
+        log_lines.append(stats.traceback)
+    meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
+    if mode != "inprocess":   # beside timeseries.npz, which keeps the plant's record
+        critical_path.save(loop.gp.services, sc.n, out_dir)
+    loop.gp.services.close()
+    if loop.gp.estimates:   # the last link's load estimate (Fernández et al.'s identification)
+        from host.report import payload_estimate
+        summary["payload_estimate"] = payload_estimate.summarise(sc, loop.gp.estimates)
+        meta.update(payload_estimate.arrays(loop.gp.estimates))
+    rd.finish(summary, arr, log_lines, meta)
+    if make_plots and arr and len(arr["t"]) > 1:
+        _plots(sc, loop, arr, mode, out_dir, rd)
+    return summary
+
+
+def _say_live(rd, live_wait):
+    """Where a live run is served (also when quiet: where to look is the point of --live);
+    with live_wait, the first tick held until a client subscribes."""
+    if rd.live:
+        sys.stderr.write("live: http://%s:%d/ (Foxglove: ws://%s:%d)\n" % (rd.live[0], rd.telemetry.port,
+                                                                          rd.live[0], rd.telemetry.port))
+        sys.stderr.flush()
+        if live_wait > 0:
+            rd.telemetry.wait_for_client(live_wait)
+
+
+def _run_loop(sc, loop, mode, progress, opts):
+    """The loop run by a centralised baseline (on the host, in-process) or by the mode's
+    runner. -> its stats"""
+    if sc.controller["kind"] != "multiagent":
+        from host import centralised
+        return centralised.run(loop, progress)
+    if mode == "inprocess":
+        from host.runners import inprocess
+        return inprocess.run(loop, progress)
+    if mode == "hil":
+        from host.runners import hil
+        return hil.run(loop, progress, **opts)
+    if mode == "boards":
+        from host.runners import boards
+        return boards.run(loop, progress, **opts)
+    from host.runners import processes
+    return processes.run(loop, progress, **opts)
+
+
+def _summary(sc, loop, stats, arr, mode, steal0):
+    """summary.json: the scenario, the runner's figures, the metrics, the nodes' health,
+    faults and the critical path (processes, HIL, boards)."""
     q_c = np.array([0.5 * (L["q_low"] + L["q_high"]) for L in sc.links])
     summary = {"scenario": sc.name, "path": sc.path, "links": sc.n, "mode": mode,
                "controller": sc.controller["kind"], "control_rate_hz": sc.control_rate_hz, "sim_seconds": float(arr["t"][-1]) if arr else 0.0}
@@ -95,38 +131,25 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/studies/fault_study.py)
         from host.studies.fault_study import fault_summary
         summary["faults"] = fault_summary(loop)
-        log_lines += ["%.3f host: link %d %s" % entry for entry in loop.gp.events]
     if mode != "inprocess":   # every node's completion history (NYMPH)
         summary["critical_path"] = critical_path.summarise(loop.gp.services, sc.n)
     if mode != "inprocess" and steal0 is not None:   # time the hypervisor ran something else on our vCPUs
         summary["vm_steal_ms"] = vm_steal_ms() - steal0
-    log_lines += ["ready: link %d: %s" % entry for entry in stats.node_ready]
-    if stats.node_logs:
-        log_lines.append("node output:\n" + stats.node_logs)
-    log_lines.append("status %s %s" % (stats.status, stats.reason))
-    if stats.traceback:
-        log_lines.append(stats.traceback)
-    meta = {"knot_times": np.array([k["interval"][1] for k in sc.knots])}
-    if mode != "inprocess":   # beside timeseries.npz, which keeps the plant's record
-        critical_path.save(loop.gp.services, sc.n, out_dir)
-    loop.gp.services.close()
-    if loop.gp.estimates:   # the last link's load estimate (seed 001)
-        from host.report import payload_estimate
-        summary["payload_estimate"] = payload_estimate.summarise(sc, loop.gp.estimates)
-        meta.update(payload_estimate.arrays(loop.gp.estimates))
-    rd.finish(summary, arr, log_lines, meta)
-    if make_plots and arr and len(arr["t"]) > 1:
-        try:
-            plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
-                            spatial=sc.task == "spatial")
-            if mode != "inprocess" and loop.gp.services.finish:
-                critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
-            if loop.gp.estimates:
-                from host.report import payload_estimate
-                payload_estimate.plot(sc, loop.gp.estimates, out_dir)
-        except Exception as e:  # plots must never lose the run
-            rd.log("plotting failed: %r" % (e,))
     return summary
+
+
+def _plots(sc, loop, arr, mode, out_dir, rd):
+    """The run's PNG plots; a plot that fails is logged and loses nothing."""
+    try:
+        plots.all_plots(arr, out_dir, sc.name, [0.0] + [k["interval"][1] for k in sc.knots],
+                        spatial=sc.task == "spatial")
+        if mode != "inprocess" and loop.gp.services.finish:
+            critical_path.plot(loop.gp.services, sc.n, out_dir, sc.name)
+        if loop.gp.estimates:
+            from host.report import payload_estimate
+            payload_estimate.plot(sc, loop.gp.estimates, out_dir)
+    except Exception as e:  # plots must never lose the run
+        rd.log("plotting failed: %r" % (e,))
 
 
 def node_health(status):

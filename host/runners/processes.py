@@ -129,59 +129,19 @@ class Cluster:
             except ValueError:
                 pass   # not the main thread
         mp = micropython_path()
-        links = self.n
         n = len(self.groups)   # node processes
         cfgs = [self._node_config(g) for g in self.groups]
-        stdins = [subprocess.DEVNULL] * n
-        stdouts = [None] * n
         if self.bus == "uart":
-            # wire i joins node i (host for i = 0) to node i+1: the node's fd 0 is its up
-            # end, fd 1 its down end (inherited, already raw and non-blocking).
-            ups, downs = [], []
-            ring = self.topology == "ring"
-            for i in range(n + 1 if ring else n):   # a ring: wire n joins the tip to the host
-                if self.wire == "pty":
-                    a, b = pty.openpty()       # a: master (down side), b: slave (up side)
-                    tty.setraw(b)
-                    attrs = termios.tcgetattr(b)
-                    attrs[6][termios.VMIN] = 0
-                    attrs[6][termios.VTIME] = 0
-                    termios.tcsetattr(b, termios.TCSANOW, attrs)
-                else:
-                    sa, sb = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-                    a, b = sa.detach(), sb.detach()
-                os.set_blocking(a, False)
-                os.set_blocking(b, False)
-                downs.append(a)
-                ups.append(b)
-                self.fds += [a, b]
-            for i in range(n):
-                cfgs[i]["board"] = "unix-pty"
-                cfgs[i]["bus"] = {"up": "stdin", "down": "stdout" if i + 1 < len(downs) else None,
-                                  "baud": self.baud, "ring": ring}
-                stdins[i] = ups[i]
-                stdouts[i] = downs[i + 1] if i + 1 < len(downs) else None
-            from host.transports.stream import FdStreamTransport
-            # the host writes down wire 0; with a ring it reads the tip's wire n as well
-            self.transport = FdStreamTransport(downs[0], baud=self.baud,
-                                               return_fd=ups[n] if ring else None)
-            self.fds.remove(downs[0])
-            if ring:
-                self.fds.remove(ups[n])
+            stdins, stdouts = self._uart_wires(cfgs)
         elif self.bus == "can":
-            from host.transports.udp import UdpTransport, free_base_port
-            base = free_base_port(links)
-            for i in range(n):
-                cfgs[i]["board"] = "unix-udp"
-                cfgs[i]["bus"] = {"base_port": base, "baud": self.baud}
-            self.transport = UdpTransport(links, base, bitrate=self.baud)
-            self.transport.overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
+            stdins, stdouts = [subprocess.DEVNULL] * n, [None] * n
+            self._can_bus(cfgs)
         else:
             raise ValueError("bus must be uart or can, not %r" % self.bus)
         if self.joint_io == "wire":
             from host.transports.udp import free_base_port
-            io_base = free_base_port(links)
-            self.io = JointIO(links, io_base)
+            io_base = free_base_port(self.n)
+            self.io = JointIO(self.n, io_base)
             for i in range(n):
                 cfgs[i]["io"] = {"base_port": io_base}
         overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
@@ -192,21 +152,74 @@ class Cluster:
             if self.bus_faults:
                 cfgs[i]["bus"].update(faults=self.bus_faults, fault_seed=self.fault_seed)
                 cfgs[i]["goal_quiet_ms"] = list(GOAL_QUIET_MS)
-            path = self.dir / ("link%02d.json" % (i + 1))
-            path.write_text(json.dumps(cfgs[i]))
-            log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
-            self.logs.append(log)
-            code = "import sys\nsys.path.insert(0, %r)\n" % str(ROOT)
-            if self.extra_path:
-                code += "sys.path.insert(0, %r)\n" % str(self.extra_path)
-            body = (self.entry % str(path)).rstrip("\n").replace("\n", "\n    ")
-            # the unix port prints tracebacks on stdout, which may be the down wire here
-            code += ("try:\n    %s\nexcept BaseException as e:\n"
-                     "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
-            self._argv.append(([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdins[i], stdouts[i]))
-            self.procs.append(self._spawn(i, log))
+            self._launch(i, cfgs[i], mp, stdins[i], stdouts[i])
         self.wait_ready()
         self._close_fds()   # the children hold their ends now; the host keeps only its own
+
+    def _uart_wires(self, cfgs):
+        """UART wires: wire i joins node i (host for i = 0) to node i+1; the node's fd 0
+        is its up end, fd 1 its down end (inherited, already raw and non-blocking); a ring's
+        wire n joins the tip to the host. -> (stdins, stdouts) of the node processes"""
+        n = len(cfgs)
+        ups, downs = [], []
+        ring = self.topology == "ring"
+        for i in range(n + 1 if ring else n):
+            if self.wire == "pty":
+                a, b = pty.openpty()       # a: master (down side), b: slave (up side)
+                tty.setraw(b)
+                attrs = termios.tcgetattr(b)
+                attrs[6][termios.VMIN] = 0
+                attrs[6][termios.VTIME] = 0
+                termios.tcsetattr(b, termios.TCSANOW, attrs)
+            else:
+                sa, sb = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                a, b = sa.detach(), sb.detach()
+            os.set_blocking(a, False)
+            os.set_blocking(b, False)
+            downs.append(a)
+            ups.append(b)
+            self.fds += [a, b]
+        stdins, stdouts = [], []
+        for i in range(n):
+            cfgs[i]["board"] = "unix-pty"
+            cfgs[i]["bus"] = {"up": "stdin", "down": "stdout" if i + 1 < len(downs) else None,
+                              "baud": self.baud, "ring": ring}
+            stdins.append(ups[i])
+            stdouts.append(downs[i + 1] if i + 1 < len(downs) else None)
+        from host.transports.stream import FdStreamTransport
+        # the host writes down wire 0; with a ring it reads the tip's wire n as well
+        self.transport = FdStreamTransport(downs[0], baud=self.baud,
+                                           return_fd=ups[n] if ring else None)
+        self.fds.remove(downs[0])
+        if ring:
+            self.fds.remove(ups[n])
+        return stdins, stdouts
+
+    def _can_bus(self, cfgs):
+        """CAN: every node on one UDP medium (transports/udp.py)."""
+        from host.transports.udp import UdpTransport, free_base_port
+        base = free_base_port(self.n)
+        for c in cfgs:
+            c["board"] = "unix-udp"
+            c["bus"] = {"base_port": base, "baud": self.baud}
+        self.transport = UdpTransport(self.n, base, bitrate=self.baud)
+        self.transport.overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
+
+    def _launch(self, i, cfg, mp, stdin, stdout):
+        """Node process i: its config file, its log, MicroPython running the entry point
+        (a traceback to stderr, which is the log: stdout may be the down wire)."""
+        path = self.dir / ("link%02d.json" % (i + 1))
+        path.write_text(json.dumps(cfg))
+        log = open(self.dir / ("link%02d.log" % (i + 1)), "wb")
+        self.logs.append(log)
+        code = "import sys\nsys.path.insert(0, %r)\n" % str(ROOT)
+        if self.extra_path:
+            code += "sys.path.insert(0, %r)\n" % str(self.extra_path)
+        body = (self.entry % str(path)).rstrip("\n").replace("\n", "\n    ")
+        code += ("try:\n    %s\nexcept BaseException as e:\n"
+                 "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
+        self._argv.append(([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin, stdout))
+        self.procs.append(self._spawn(i, log))
 
     def _spawn(self, i, log):
         argv, stdin, stdout = self._argv[i]

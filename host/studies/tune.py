@@ -560,18 +560,7 @@ def _main(a):
     out.mkdir(parents=True, exist_ok=True)
     name = a.study or "linkteam-tune"
     hb = a.heartbeat
-    if hb < 1:
-        raise ValueError("--heartbeat must be at least 1 s")
-    if a.resume:
-        _resumed(a, out, name, hb)
-    if not a.scenarios or a.trials is None:
-        raise ValueError("give the training scenarios and --trials (or --resume an existing study)")
-    if a.workers < 1 or a.trials < 1:
-        raise ValueError("--workers and --trials must be at least 1")
-    _check_storage_url(a.storage)
-    if (a.storage or "").startswith("sqlite") and a.workers > 1:
-        raise ValueError("SQLite takes one worker at a time (Optuna: not for parallel studies); "
-                         "use the journal file (default) or PostgreSQL")
+    _check_args(a, out, name, hb)
     training = [case(p) for p in a.scenarios]
     for c in training:
         c["seen"] = True
@@ -587,19 +576,7 @@ def _main(a):
     for c in training:
         baselines[c["label"]] = r = run_case(c, None)
         print("thesis gains: %-24s e_rms %s  phi_rms %s  %s" % (c["label"], _e(r["e_rms"]), _e(r["phi_rms"]), r["status"]))
-    try:
-        if "args" not in study.user_attrs:
-            study.set_user_attr("command", command(a))
-            study.set_user_attr("args", json.dumps({k: getattr(a, k) for k in RECORDED}))
-        if a.trials > study.user_attrs.get("trials", -1):   # the study's size (for --resume): the largest --trials
-            study.set_user_attr("trials", a.trials)
-        thesis = thesis_values(data0, space)
-        if not study.trials and all(lo <= thesis[k] <= hi for k, (lo, hi, _log) in space.items()):
-            study.enqueue_trial(thesis)   # the first trial: the gains the scenario ships with
-        for n, why in reap(study, a.storage, out, hb):
-            print("trial #%d failed (%s); queued again" % (n, why))
-    except _db_errors() as e:
-        raise _lost(a.storage, e) from e
+    thesis = _size_and_seed(a, study, out, hb, thesis_values(data0, space), space)
     spec = {"storage": a.storage, "out": str(out), "study": name, "heartbeat": hb, "target": a.trials,
             "timeout": a.timeout, "cases": cases, "baselines": baselines, "space": space, "objective": a.objective}
     wall = optimise(spec, a.workers)
@@ -614,25 +591,9 @@ def _main(a):
         sys.stderr.write("linkteam tune: no trial completed (every one diverged or was pruned)\n")
         return 3
     best = study.best_trial
-    params = dict(best.params)
-    gains = out / "gains.toml"
-    from host.scenario.loader import from_dict as _from_dict
-    from host.studies.tune_gains import tuned_table
-    tuned = tuned_table(_from_dict(data0, a.scenarios[0]), name, best.number)
-    gains.write_text(gains_toml(params, [
-        "Tuned RMDAC gains: linkteam tune, study %s, trial #%d, objective %.4f (thesis gains 1.0)" % (name, best.number, best.value),
-        "trained on %s%s; report.md beside this file." % (", ".join(c["label"] for c in cases), " (robust)" if a.robust else ""),
-        "Use: extends = [\"the-scenario.toml\", \"gains.toml\"]; [tuned] names the arm they were tuned on",
-        "(linkteam run refuses them on another arm unless --gains-anyway)."], tuned))
-    print("best trial #%d objective %.4f -> %s" % (best.number, best.value, gains))
+    gains, tuned = _write_gains(a, out, name, best, data0, cases)
     made, importance = plots(study, out) if a.plots else ([], {})
-    trained = {Path(c["path"]).resolve() for c in training}
-    rows = list(training) + [case(p) for p in a.validate if Path(p).resolve() not in trained]
-    for kg in a.payloads or []:
-        rows.append(case(a.scenarios[0], "%s payload %g kg" % (training[0]["label"], kg), {"payload": {"mass": kg}}))
-        mass = float(data0.get("payload", {}).get("mass", 0.0))
-        rows[-1]["seen"] = kg == mass or (a.robust and kg in (0.0, 2 * mass))
-    results = validate(rows, params, a.workers)
+    results = validate(_report_rows(a, training, data0), dict(best.params), a.workers)
     for c, r0, r1 in results:
         print("%-28s thesis gains %s  tuned %s  %s" % (c["label"], _e(r0["e_rms"]), _e(r1["e_rms"]), r1["status"]))
     meta = {"study": name, "storage": redact(a.storage) or str(journal_path(None, out)), "objective": a.objective,
@@ -646,3 +607,66 @@ def _main(a):
     if a.ship:
         print("shipped:", ship(gains, a.ship, tuned["arm"], training + [case(p) for p in a.validate]))
     return 0
+
+
+def _check_args(a, out, name, hb):
+    """The command's arguments (--resume: the study's recorded ones) checked; ValueError
+    names what is wrong."""
+    if hb < 1:
+        raise ValueError("--heartbeat must be at least 1 s")
+    if a.resume:
+        _resumed(a, out, name, hb)
+    if not a.scenarios or a.trials is None:
+        raise ValueError("give the training scenarios and --trials (or --resume an existing study)")
+    if a.workers < 1 or a.trials < 1:
+        raise ValueError("--workers and --trials must be at least 1")
+    _check_storage_url(a.storage)
+    if (a.storage or "").startswith("sqlite") and a.workers > 1:
+        raise ValueError("SQLite takes one worker at a time (Optuna: not for parallel studies); "
+                         "use the journal file (default) or PostgreSQL")
+
+
+def _size_and_seed(a, study, out, hb, thesis, space):
+    """The study's record (command, arguments, its size: the largest --trials), the
+    thesis gains as its first trial, trials of workers that are gone failed and queued
+    again. -> the thesis gains"""
+    try:
+        if "args" not in study.user_attrs:
+            study.set_user_attr("command", command(a))
+            study.set_user_attr("args", json.dumps({k: getattr(a, k) for k in RECORDED}))
+        if a.trials > study.user_attrs.get("trials", -1):   # the study's size (for --resume): the largest --trials
+            study.set_user_attr("trials", a.trials)
+        if not study.trials and all(lo <= thesis[k] <= hi for k, (lo, hi, _log) in space.items()):
+            study.enqueue_trial(thesis)   # the first trial: the gains the scenario ships with
+        for n, why in reap(study, a.storage, out, hb):
+            print("trial #%d failed (%s); queued again" % (n, why))
+    except _db_errors() as e:
+        raise _lost(a.storage, e) from e
+    return thesis
+
+
+def _write_gains(a, out, name, best, data0, cases):
+    """The best trial's gains as OUT/gains.toml, with the arm they were tuned on. -> (path, [tuned] table)"""
+    gains = out / "gains.toml"
+    from host.scenario.loader import from_dict as _from_dict
+    from host.studies.tune_gains import tuned_table
+    tuned = tuned_table(_from_dict(data0, a.scenarios[0]), name, best.number)
+    gains.write_text(gains_toml(dict(best.params), [
+        "Tuned RMDAC gains: linkteam tune, study %s, trial #%d, objective %.4f (thesis gains 1.0)" % (name, best.number, best.value),
+        "trained on %s%s; report.md beside this file." % (", ".join(c["label"] for c in cases), " (robust)" if a.robust else ""),
+        "Use: extends = [\"the-scenario.toml\", \"gains.toml\"]; [tuned] names the arm they were tuned on",
+        "(linkteam run refuses them on another arm unless --gains-anyway)."], tuned))
+    print("best trial #%d objective %.4f -> %s" % (best.number, best.value, gains))
+    return gains, tuned
+
+
+def _report_rows(a, training, data0):
+    """The report's rows: the training scenarios, the held-out ones (--validate) and the
+    first training scenario with other payloads (--payloads)."""
+    trained = {Path(c["path"]).resolve() for c in training}
+    rows = list(training) + [case(p) for p in a.validate if Path(p).resolve() not in trained]
+    for kg in a.payloads or []:
+        rows.append(case(a.scenarios[0], "%s payload %g kg" % (training[0]["label"], kg), {"payload": {"mass": kg}}))
+        mass = float(data0.get("payload", {}).get("mass", 0.0))
+        rows[-1]["seen"] = kg == mass or (a.robust and kg in (0.0, 2 * mass))
+    return rows
