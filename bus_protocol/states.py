@@ -3,7 +3,7 @@
 # (docs/design.md §5 "Fail-safe brake", 7.271-7.273). A new state or fault goes here, with
 # its name. Runs under CPython and MicroPython.
 #
-# A fault latches (its bit stays set in STATUS.faults until COMMAND CLEAR or RESET) and
+# A fault latches (its bit stays set in STATUS.faults until COMMAND RELEASE or RESET) and
 # puts the agent into the fault's reaction, the strongest of the latched ones winning:
 #   hold   position hold: the brake PD about the angle at the fault, motor powered
 #   damp   u = -kw qd: the joint coasts to rest (moteus's "damp" timeout mode)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A bring-up session on two virtual boards (`linkteam vboard`), as a person with two boards
+# A bring-up on two virtual boards (`linkteam vboard`), as a person with two boards
 # would run it: flash (the first try with a broken bus setting, which the board's own boot
 # error reports), list the boards, command one node (status, set a gain, save, reset, get,
 # brake, release, jog until the dead-man brakes it, zero), then a HIL run that tracks.

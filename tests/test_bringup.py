@@ -1,4 +1,4 @@
-"""The bring-up session of docs/bringup.sh on two virtual boards, run as a user would run
+"""The bring-up of docs/bringup.sh on two virtual boards, run as a user would run
 it: each step's exit status is checked by the script; here, what the steps said. Heavy:
 about 75 s on a quiet machine (three flashes and a 3 s HIL run), as the HIL tests are."""
 import json
@@ -13,7 +13,7 @@ from .conftest import REPO, needs
 pytestmark = needs("micropython")
 
 
-def test_bringup_session_on_two_virtual_boards(tmp_path):
+def test_bringup_on_two_virtual_boards(tmp_path):
     base = free_base_port(2)
     r = subprocess.run(["bash", str(REPO / "docs" / "bringup.sh"), str(tmp_path / "bu")], cwd=str(REPO),
                        env={"BASE": str(base), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=900)

@@ -1,4 +1,4 @@
-"""Several links per node (seed 001, Fernández's distribution; firmware/group.py)."""
+"""Several links per node (Fernández et al.'s distribution of links over processors; firmware/group.py)."""
 import numpy as np
 import pytest
 

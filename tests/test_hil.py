@@ -33,7 +33,7 @@ def cli(*args, timeout=180):
 
 @contextlib.contextmanager
 def daemons(*argvs, **popen):
-    """`linkteam ARGS` processes, each in a session of its own; SIGTERM at the end."""
+    """`linkteam ARGS` processes, each in a process group of its own (setsid); SIGTERM at the end."""
     procs = []
     try:
         for args in argvs:

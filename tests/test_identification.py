@@ -1,4 +1,4 @@
-"""On-line identification of an unknown payload (seed 001, firmware/identification.py):
+"""On-line identification of an unknown payload (Fernández et al., firmware/identification.py):
 the estimate against the plant's payload, the same firmware under MicroPython, the
 scenario fields and the run's summary."""
 import json

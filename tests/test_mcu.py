@@ -27,9 +27,9 @@ pytestmark = needs("qemu")
 ATOL = 4e-4
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def firmware():
-    """Build once per session (incremental in build/mcu/, kept between runs)."""
+    """Build once (incremental in build/mcu/, kept between runs)."""
     return {name: mcu.build(name) for name in mcu.BUILDS}
 
 

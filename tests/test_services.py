@@ -1,4 +1,4 @@
-"""Host services (seed 002, NYMPH): bounded log requests on the node, per-node log files
+"""Host services (NYMPH): bounded log requests on the node, per-node log files
 and `linkteam console` on the host, completion history (TIMING) and the critical path."""
 import json
 import threading

@@ -1,4 +1,4 @@
-"""The payload estimate of a run (seed 001, firmware/identification.py): the last link's
+"""The payload estimate of a run (Fernández et al.'s identification, firmware/identification.py): the last link's
 ESTIMATE frames -> time series, summary.json `payload_estimate` and payload_estimate.png."""
 import numpy as np
 

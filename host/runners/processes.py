@@ -20,7 +20,7 @@ board's encoder and motor driver are wired to its own joint: JOINT_STATE in, the
 report out. The bus carries what a real arm's bus carries (SYNC, K, ASSERT, GOAL, STATUS);
 joint_io="bus" puts joint states and torques on the bus instead (as HIL with boards does).
 
-Plant and RMDAC stay in this process. Children run in their own sessions (Ctrl-C reaches
+Plant and RMDAC stay in this process. Children run in process groups of their own (setsid; Ctrl-C reaches
 only the host), die with the host (PR_SET_PDEATHSIG) and are always reaped (close())."""
 import atexit
 import json
@@ -446,7 +446,8 @@ def node_groups(n, grouping=None):
 
 
 def group_name(groups):
-    """Fernández's notation: p (processors) then links per processor, e.g. p2a51."""
+    """Fernández et al.'s notation: p and the number of processors, a and the links on each,
+    base to tip (p2a51: links 1-5 on one node process, 6 on another)."""
     return "p%da%s" % (len(groups), "".join(str(b - a + 1) for a, b in groups))
 
 

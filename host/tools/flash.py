@@ -28,7 +28,7 @@ BOOT_MAIN = "# linkteam boot: run the link agent from /config.json\nfrom firmwar
 DEFAULT_BOARD = {"linux": "unix-udp", "rp2": "rp2-uart", "pyboard": "stm32-can"}   # sys.platform -> board
 # mpy-cross's optimisation level for what goes onto a board (and what make mcu-bench measures
 # as .mpy): -O3 leaves out the line-number tables (MicroPython py/emitbc.c), which a module
-# imported from a filesystem holds in RAM: M4F RAM after init as .mpy 47,200 -> 45,936 bytes
+# imported from a filesystem holds in RAM: about 1.3 KB of an M4F's RAM after init
 # (make mcu-bench). A traceback then names file and function, every line as 1: `lines=True`
 # (`linkteam flash --lines`) keeps them for debugging on the bench. -O1 and up also drop
 # `assert`s and make __debug__ False: firmware/ and bus_protocol/ use neither.
