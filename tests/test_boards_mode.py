@@ -21,7 +21,7 @@ from host.runners import boards
 from host.scenario.loader import from_dict, read_toml
 from tests.conftest import REPO, needs
 
-pytestmark = needs("qemu")
+pytestmark = [pytest.mark.slow, needs("qemu")]
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,15 @@ about 75 s on a quiet machine (three flashes and a 3 s HIL run), as the HIL test
 import json
 import subprocess
 
+import pytest
+
 from host.run import run_scenario
 from host.scenario.loader import load
 from host.transports.udp import free_base_port
 
 from .conftest import REPO, needs
 
-pytestmark = needs("micropython")
+pytestmark = [pytest.mark.slow, needs("micropython")]
 
 
 def test_bringup_on_two_virtual_boards(tmp_path):

@@ -176,6 +176,7 @@ def test_rmac_nullspace_centering_torque_is_orthogonal_to_the_task():
     assert np.abs(projected).max() > 1.0
 
 
+@pytest.mark.slow
 def test_rmac_nullspace_tracks_well_below_rmac_on_a_short_run(tmp_path):
     # Table 8.19's point: assigning centering to the null space keeps it off the tracking.
     # Measured on 4 s: 2.29e-3 m with the null space, 1.19e-2 m without (ratio 0.19); the
@@ -202,6 +203,7 @@ def test_model_without_the_payload_lacks_exactly_its_mass():
 
 # the thesis's Table 8.19 (e_rms m, phi_rms rad, q_rms) and computed torque; short runs must
 # stay within 2x the thesis's whole-run figure
+@pytest.mark.slow
 @pytest.mark.parametrize("name, e_thesis", [("rmac-nullspace", 1.257e-2), ("rmac", 5.612e-2),
                                             ("computed-torque", 1.257e-2)])
 def test_table_8_19_scenarios_track_on_a_short_run(tmp_path, name, e_thesis):
@@ -236,6 +238,7 @@ def test_a_centralised_controller_refuses_processes_mode(tmp_path):
     assert load(THESIS / "centering-100.toml").controller["kind"] == "multiagent"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(THESIS.glob("*.toml")), ids=lambda p: p.stem)
 def test_every_thesis_scenario_loads_and_runs(tmp_path, path):
     data, sources = read_toml(path)

@@ -17,6 +17,8 @@ from host.cli import main
 from host.report.run_dir import load_run
 from tests.conftest import needs
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = (ROOT / "scenarios" / "reference.toml").as_posix()
 

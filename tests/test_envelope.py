@@ -1,7 +1,11 @@
 """`linkteam envelope` on two cells: the table, the diagnosis and the heat map it writes."""
+import pytest
+
 import math
 
 from host.studies import envelope
+
+pytestmark = pytest.mark.slow
 
 
 def blend_time_to(distance, length, t0, t1):

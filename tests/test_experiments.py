@@ -1,4 +1,6 @@
 """Short thesis runs (obstacle avoidance, fail-safe) and the experiments command."""
+import pytest
+
 import json
 from pathlib import Path
 
@@ -6,6 +8,8 @@ import numpy as np
 
 from host.run import run_scenario
 from host.scenario.loader import from_dict, read_toml
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS = ROOT / "scenarios" / "thesis"

@@ -28,6 +28,7 @@ def fault_free(tmp_path_factory):
     return run(scenario(tmp), tmp, "ff")[0]
 
 
+@pytest.mark.slow
 def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = %g\n' % T_FAULT)
     s, d = run(sc, tmp_path, "crash")
@@ -55,6 +56,7 @@ def _dead_in_time_series(d, link, t_drop):
     assert np.all(others == 1)
 
 
+@pytest.mark.slow
 def test_node_that_comes_back_is_readmitted(tmp_path):
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_silent"\nlink = 3\nstart = 1.0\nend = 1.5\n', duration=3.0)
     s, d = run(sc, tmp_path, "silent")
@@ -67,6 +69,7 @@ def test_node_that_comes_back_is_readmitted(tmp_path):
     assert s["faults"]["per_fault"][0]["recovered"] == "yes"
 
 
+@pytest.mark.slow
 def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\noffset = 0.1\n' % T_FAULT)
     s, d = run(sc, tmp_path, "alu")
@@ -82,6 +85,7 @@ def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, faul
 TIP_FAULT = '[[fault]]\nkind = "compute_fault"\nlink = 10\nstart = %g\noffset = 0.1\n' % T_FAULT
 
 
+@pytest.mark.slow
 def test_compute_fault_of_the_tip_found_by_the_host_within_three_cycles(tmp_path, fault_free):
     """The tip has no distal neighbour: with check_tip the host recomputes K_N from the
     K_{N-1} link N-1 also sends it, brakes and drops the tip after two failed checks and
@@ -100,6 +104,7 @@ def test_compute_fault_of_the_tip_found_by_the_host_within_three_cycles(tmp_path
     assert 10 in unchecked["faults"]["members"] and unchecked["e_rms_m"] > 2 * fault_free["e_rms_m"]
 
 
+@pytest.mark.slow
 def test_fault_free_run_latches_nothing(fault_free):
     # the joint response checks (frozen encoder on by default, the motor check on in
     # reference-ft) and the host's torque check stay quiet on a healthy arm
@@ -107,6 +112,7 @@ def test_fault_free_run_latches_nothing(fault_free):
         (i, "run", []) for i in range(1, 11)]
 
 
+@pytest.mark.slow
 def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\ntarget = "torque"\n'
                   'offset = 20.0\n' % T_FAULT)
@@ -141,6 +147,7 @@ def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path)
     assert m.Decoder().decode(out[0])[2] == 4 and not gp.member[3] and gp.member[1] and gp.member[2]
 
 
+@pytest.mark.slow
 def test_frozen_encoder_latches_sensor_implausible(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "encoder_dead"\nlink = 6\nstart = %g\n' % T_FAULT)
     s, d = run(sc, tmp_path, "frozen")
@@ -153,6 +160,7 @@ def test_frozen_encoder_latches_sensor_implausible(tmp_path, fault_free):
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
 
 
+@pytest.mark.slow
 def test_dead_motor_flung_against_its_torque_latches_motor_not_responding(tmp_path):
     # at the reference's first knot change (10 s) the arm flings the dead joint against its
     # torque; reference-ft turns the motor check on
@@ -165,6 +173,7 @@ def test_dead_motor_flung_against_its_torque_latches_motor_not_responding(tmp_pa
     assert np.ptp(d["q"][d["t"] > rep[0]["t"] + 0.05, 1]) < 2e-3   # held by its brake
 
 
+@pytest.mark.slow
 def test_faults_are_deterministic(tmp_path):
     sc = scenario(tmp_path, '[[fault]]\nkind = "frame_loss"\nrate = 0.05\n', duration=1.5)
     a = run(sc, tmp_path, "a")[0]
@@ -173,6 +182,7 @@ def test_faults_are_deterministic(tmp_path):
     assert a["faults"]["bus"]["lost"] > 0
 
 
+@pytest.mark.slow
 def test_every_link_reports_its_status_on_a_lossy_bus(tmp_path):
     """30 % frame loss (with the 10 % of loss10) at the end of a run loses PINGs and
     STATUS frames: the host asks again, and every link's health reaches the summary
@@ -233,6 +243,7 @@ def test_bad_fault_entries_name_file_line_and_field(tmp_path, text, field, line)
     assert e.value.field == field and e.value.line == line and e.value.path == str(p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bus", ["can", "uart"])
 @needs("micropython")
 def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
@@ -256,6 +267,7 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)   # as in-process
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link, bus, extra", [(4, "uart", ""), (10, "can", "[behaviours.neighbours]\ncheck_tip = true\n"),
                                               (10, "uart", "[behaviours.neighbours]\ncheck_tip = true\n")])
 @needs("micropython")
@@ -277,6 +289,7 @@ def test_compute_fault_on_a_uart_ring_as_in_process(link, bus, extra, tmp_path):
     assert s["e_rms_m"] == pytest.approx(ref["e_rms_m"], rel=0.05)
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
     """The torque report comes back on the joint's own wire, not the bus: the host's BRAKE
@@ -293,6 +306,7 @@ def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
     assert braked and braked[0]["t"] - 1.5 <= 1 / 120.0 + 1e-9
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
     """On a plain UART chain a dead middle node cuts the nodes beyond it off the host: not
@@ -309,6 +323,7 @@ def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
     assert s["patience"]["expired"] == {}   # ended at once, not after waiting for torques
 
 
+@pytest.mark.slow
 def test_linkteam_faults_writes_the_report(tmp_path):
     from host.studies import fault_study
     results = fault_study.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
@@ -325,6 +340,7 @@ BUS_FAULTS = ('[[fault]]\nkind = "frame_loss"\nrate = 0.05\nstart = 0.5\nend = 1
               '[[fault]]\nkind = "latency"\nlink = 0\ndelay_ms = 2.0\njitter_ms = 1.0\nstart = 0.5\n')
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_bus_faults_on_the_processes_media(tmp_path):
     """Processes mode, lockstep, UART ring and CAN: after the start transient 5 % of the
@@ -346,6 +362,7 @@ def test_bus_faults_on_the_processes_media(tmp_path):
     assert runs["uart"]["faults"]["bus"] == runs["can"]["faults"]["bus"]
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_a_node_that_reboots_rejoins_the_team_on_can(tmp_path):
     """node_crash with an end in processes mode: SIGKILL at 1 s, the board's process starts

@@ -267,6 +267,7 @@ def test_a_lockstep_run_has_no_silent_bus_watchdog():
         assert (rig.agent.safety.faults == safety.F_BUS_LOST) is braked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interp", ["cpython", "micropython"])
 def test_agent_fuzz_counts_every_frame_and_writes_no_nan_torque(interp):
     """benchmarks/mp_fuzz_agent.py (make bench runs 10^6 frames): 20,000 random, mutated and

@@ -31,6 +31,7 @@ def test_hosted_links_pass_k_inside_the_node_under_micropython():
     assert np.allclose(p, T[:3, 3], atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bus,grouping", [("uart", [3, 7]), ("can", [5, 5])])
 @needs("micropython")
 def test_grouped_nodes_track_like_inprocess(bus, grouping, tmp_path):
@@ -53,6 +54,7 @@ def test_grouped_nodes_track_like_inprocess(bus, grouping, tmp_path):
         first += size
 
 
+@pytest.mark.slow
 def test_cli_checks_the_grouping_before_any_node_starts(capsys):
     from host import cli
     ref = str(REPO / "scenarios" / "reference.toml")

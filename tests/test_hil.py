@@ -18,7 +18,7 @@ from host.transports.udp import free_base_port
 
 from .conftest import MICROPYTHON, REPO, needs
 
-pytestmark = needs("micropython")
+pytestmark = [pytest.mark.slow, needs("micropython")]
 # MicroPython's native architectures by sys.implementation._mpy >> 10 (py/persistentcode.h)
 MPY_ARCHS = ["None", "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp",
              "xtensa", "xtensawin", "rv32imc", "rv64imc"]

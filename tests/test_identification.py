@@ -45,6 +45,7 @@ def _record(sc, links):
     return loop, frames
 
 
+@pytest.mark.slow
 def test_planar_payload_identified_within_tolerance():
     # the plant's payload is the truth: 7.5 kg at c = (0.2, 0.1) in frame N
     sc = _scenario(UNKNOWN, duration=3.0)
@@ -93,6 +94,7 @@ def test_identifying_agents_same_under_micropython():
         loop.agents[-1].ident.est.updates, loop.agents[-1].ident.est.incomplete)
 
 
+@pytest.mark.slow
 def test_spatial_payload_identified_with_all_ten_parameters():
     sc = scenario.load(REPO / "scenarios" / "identification" / "unknown-payload-spatial.toml")
     sc.duration = 2.0
@@ -161,6 +163,7 @@ def test_identification_fields_checked():
     assert sc.agent_configs[1]["identify"]["params"] == [0, 1, 2, 6]
 
 
+@pytest.mark.slow
 def test_run_reports_payload_estimate(tmp_path):
     sc = _scenario(UNKNOWN, duration=2.0)
     summary, out = run_scenario(sc, tmp_path / "run", quiet=True)

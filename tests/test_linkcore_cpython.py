@@ -59,6 +59,7 @@ def test_pure_python_switch():
     assert r.stdout.split() == ["True"], r.stderr
 
 
+@pytest.mark.slow
 def test_reference_run_with_linkcore_is_bit_identical(tmp_path):
     from host.run import run_scenario
     from host.scenario.loader import load

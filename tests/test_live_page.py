@@ -21,6 +21,8 @@ import pytest
 
 from .conftest import REPO, needs
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CRASH_T = 15.0   # scenarios/faults/link5-dies.toml [[fault]] start
 

@@ -2,6 +2,7 @@
 (ControlLoop.tick_steps), and the recorder lets go of rows once they are on disk
 (host/report/run_dir.py Recorder.reload), reading them back for the end."""
 import numpy as np
+import pytest
 
 from host.report.run_dir import Recorder
 from host.runners import inprocess
@@ -9,6 +10,8 @@ from host.runners.base import ControlLoop
 from host.scenario.loader import load
 
 from .conftest import REPO
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_run_of_1e12_seconds_starts_at_once_and_stops_cleanly(tmp_path):

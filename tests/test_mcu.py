@@ -15,7 +15,7 @@ from tests.mp import mp_agent_cycle as cyc
 from tests.mp import mp_framing_cases, mp_node_stream
 from tests.conftest import REPO, assert_wire_chain, needs, pure_python, run_micropython
 
-pytestmark = needs("qemu")
+pytestmark = [pytest.mark.slow, needs("qemu")]
 
 # Both builds compute in single precision (MicroPython's float on these ports is a
 # float32, as on the stm32 and rp2 ports), CPython and the unix port in double and round

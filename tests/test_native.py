@@ -17,7 +17,7 @@ import pytest
 from host.tools import mcu
 from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, run_micropython
 
-pytestmark = needs("native-x64", "micropython")
+pytestmark = [pytest.mark.slow, needs("native-x64", "micropython")]
 
 
 @pytest.fixture(scope="module")

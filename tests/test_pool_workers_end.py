@@ -1,11 +1,15 @@
 """A SIGTERM to `linkteam experiments` leaves no pool worker running cells on its own
 (host/studies/experiments.py pool: the workers end with the process that made the pool)."""
+import pytest
+
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

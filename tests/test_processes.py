@@ -59,6 +59,7 @@ def _alive(pids):
     return out
 
 
+@pytest.mark.slow
 @needs("micropython")
 @pytest.mark.parametrize("bus", ["uart", "can"])
 def test_wall_clock_run_meets_every_deadline_and_tracks_as_inprocess(bus, inprocess_ref, tmp_path):
@@ -78,6 +79,7 @@ def test_wall_clock_run_meets_every_deadline_and_tracks_as_inprocess(bus, inproc
     assert "ready: link 10" in (out / "run.log").read_text()
 
 
+@pytest.mark.slow
 @needs("micropython")
 @pytest.mark.parametrize("bus,wire,topology,joint_io", [
     ("uart", "socket", "ring", "wire"), ("uart", "socket", "chain", "wire"), ("uart", "pty", "ring", "wire"),
@@ -95,6 +97,7 @@ def test_lockstep_is_synthetic_and_identical_to_inprocess(bus, wire, topology, j
     assert (s["e_rms_m"], s["phi_rms_rad"], s["q_rms_rad"]) == (ref["e_rms_m"], ref["phi_rms_rad"], ref["q_rms_rad"])
 
 
+@pytest.mark.slow
 @needs("micropython")
 @pytest.mark.parametrize("topology", ["chain", "ring"])
 def test_neighbour_checks_on_a_uart_chain_or_ring_track_as_inprocess(topology, tmp_path):
@@ -111,6 +114,7 @@ def test_neighbour_checks_on_a_uart_chain_or_ring_track_as_inprocess(topology, t
     assert sorted(p.name for p in (out / "processes").glob("link*.log")) == ["link%02d.log" % i for i in range(1, 11)]
 
 
+@pytest.mark.slow
 @needs("micropython")
 @pytest.mark.parametrize("bus,wire,name,stall", [("uart", "pty", "reference.toml", 0.15),
                                                  ("can", "socket", "reference.toml", 0.15),
@@ -162,6 +166,7 @@ def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monke
     assert same_run(out, ref_out) == []
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_processes_are_cleaned_up_on_error():
     """A node that dies at boot aborts with its traceback, and nothing is left behind."""
@@ -176,6 +181,7 @@ def test_processes_are_cleaned_up_on_error():
     assert pids and not _alive(pids)
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_processes_are_cleaned_up_on_interrupt(tmp_path, monkeypatch):
     """Ctrl-C (KeyboardInterrupt inside the run, here from its 10th tick) ends the run as

@@ -65,6 +65,7 @@ def test_lost_base_packet_is_bridged_by_link_1(parts):
         assert f[7:10] == pytest.approx(base[:3, 2] * mr.qd1(tick), abs=2e-6), tick
 
 
+@pytest.mark.slow
 def test_copies_without_loss_run_exactly_as_one(tmp_path):
     """Lockstep in-process, no fault: the same time series with one or two copies."""
     a = run(scenario(tmp_path, duration=1.0, extra="[bus]\nkinematic_copies = 1\n"), tmp_path, "one")[1]
@@ -73,6 +74,7 @@ def test_copies_without_loss_run_exactly_as_one(tmp_path):
         assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), k
 
 
+@pytest.mark.slow
 def test_copies_bridge_a_lossy_start(tmp_path):
     """10 % of the frames lost in the start transient (the arm's fastest motion): one copy
     leaves the chain to predicted bridges and stale goals, two keep the error near the
@@ -105,6 +107,7 @@ def test_budget_counts_every_copy():
         assert two["busiest_line_s"] > one["busiest_line_s"] and two["k_n_s"] >= one["k_n_s"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["inprocess", pytest.param("can", marks=needs("micropython")),
                                   pytest.param("chain", marks=needs("micropython"))])
 def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
@@ -124,6 +127,7 @@ def test_dead_tip_is_bridged_by_the_host(mode, tmp_path):
     assert [e["link"] for e in s["faults"]["team"]] == [10] * len(s["faults"]["team"])
 
 
+@pytest.mark.slow
 def test_a_tick_nobody_answers_drops_nobody(tmp_path):
     """Goals lost in the first ticks (no agent has a last goal to act on): no torque from
     anyone is the bus's loss, not N silent nodes, so the team stays whole; a link that

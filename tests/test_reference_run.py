@@ -1,5 +1,7 @@
 """The thesis reference experiment end to end (in-process, every frame through
 bus_protocol), and what a run directory holds when a run aborts."""
+import pytest
+
 import json
 from pathlib import Path
 
@@ -7,6 +9,8 @@ import numpy as np
 
 from host.run import run_scenario
 from host.scenario.loader import load
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,7 @@
 """RMDAC (docs/design.md §4, thesis 6.205-6.210) against hand-computed integrals, a
 sampled-data mass it must not destabilise, and the reference arm without its payload."""
+import pytest
+
 import math
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def test_velocity_gain_beyond_the_sampled_data_limit_adapts_back():
     assert kv < 2 * 1.0 * 120 and abs(x) < 1e-9 and abs(v) < 1e-9, end
 
 
+@pytest.mark.slow
 def test_reference_arm_without_payload_tracks_past_the_first_knot(tmp_path):
     """The reference arm with no payload used to diverge at t = 9.93 s (tick-to-tick
     oscillation of f as the arm nears the first knot, 10 s)."""

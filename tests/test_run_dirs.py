@@ -1,6 +1,8 @@
 """A run directory is never silently replaced (host/report/run_dir.py RunDir previous=): `linkteam
 run` moves a finished run aside to OUT.YYYYmmdd-HHMMSS, `--force` replaces it; a scenario
 that extends another runs under its own file's name."""
+import pytest
+
 import json
 
 from host.cli import main
@@ -37,6 +39,7 @@ def test_a_second_run_moves_the_first_aside_and_force_replaces(tmp_path, capsys)
     assert not (out / "mine.txt").exists()
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_a_processes_run_to_a_relative_out_from_another_directory(tmp_path, monkeypatch):
     """The node processes start in the repo root: their config paths are absolute."""

@@ -1,5 +1,7 @@
 """Host services (NYMPH): bounded log requests on the node, per-node log files
 and `linkteam console` on the host, completion history (TIMING) and the critical path."""
+import pytest
+
 import json
 import threading
 import time
@@ -105,6 +107,7 @@ def test_console_follows_a_node_log_until_the_run_ends(tmp_path):
     assert node_services.follow(run, 4, Out(), wait_s=0) == 5   # a finished run: printed whole
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_processes_run_writes_critical_path_and_node_logs(tmp_path):
     sc = load(REPO / "scenarios" / "reference.toml")

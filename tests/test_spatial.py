@@ -130,6 +130,7 @@ def _run(tmp_path, text, name):
     return summary
 
 
+@pytest.mark.slow
 def test_gravity_scenario_tracks_and_sags_without_compensation(tmp_path):
     """Unopposed along the redundant directions, gravity lowers the arm (its links' mean
     height falls) even while the tool point tracks; the weight assertions hold it up."""
@@ -145,6 +146,7 @@ def test_gravity_scenario_tracks_and_sags_without_compensation(tmp_path):
     assert abs(height["on"]) < 0.01 and height["off"] < -0.1, (height, off["status"], off["reason"])
 
 
+@pytest.mark.slow
 def test_spatial_scenario_without_gravity_tracks(tmp_path):
     s = _run(tmp_path, 'extends = "%s"\nname = "s7"\n' % (ROOT / "scenarios" / "spatial7.toml"), "s7")
     assert s["status"] == "ok" and s["e_rms_m"] < 3e-3 and s["phi_rms_rad"] < 1e-2, s

@@ -1,5 +1,7 @@
 """The study sweeps (host/studies/gains.py: Appendix D, control rate, weights, RMAC kp) and the
 timing column (host/studies/timing.py): each run's scenario carries the swept value, short runs."""
+import pytest
+
 import math
 from pathlib import Path
 
@@ -18,6 +20,7 @@ def test_trend_reads_direction_and_monotony():
     assert gains.trend([2.0, 1.0, 1.5]) == "down overall, not monotone"
 
 
+@pytest.mark.slow
 def test_every_study_run_sets_the_swept_value(tmp_path):
     jobs = gains.jobs()
     # Table D.20 runs 01-15 on both trajectories, 5 rates x 3 gain scales, 8 weights, 2 x 4 RMAC gains,
@@ -71,6 +74,7 @@ def test_every_appendix_d_job_carries_table_d20s_gains():
             assert c["kp"] == kp and math.isclose(c["kv"], 2 * math.sqrt(kp))
 
 
+@pytest.mark.slow
 def test_the_control_rate_sweep_changes_the_control_rate(tmp_path):
     # the runs themselves tick at the swept rate: 0.1 s holds 0.1 * rate + 1 ticks, both ends
     jobs = gains.jobs()

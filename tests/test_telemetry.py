@@ -36,6 +36,7 @@ def read_mcap(path):
     return summary, out
 
 
+@pytest.mark.slow
 def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_event(tmp_path):
     """encoder-dead-link6 cut to 16 s: link 6 latches sensor_implausible at 15.04 s. run.mcap
     holds one /joints message per recorded tick, q, qd and u equal to timeseries.npz to the
@@ -89,6 +90,7 @@ def _reap(p):
     p.stderr.close()
 
 
+@pytest.mark.slow
 @needs("micropython")
 def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
     """A Foxglove ws-protocol client (host/telemetry/client.py on `websockets`, from the
@@ -124,6 +126,7 @@ def test_live_processes_run_a_foxglove_client_gets_the_joint_messages(tmp_path):
     assert summary["telemetry"]["live"]["clients"] == 1
 
 
+@pytest.mark.slow
 def test_message_times_start_at_the_first_tick_not_before_the_wait_for_a_viewer(tmp_path):
     """--live-wait holds the first tick until a client subscribes: every message's time (the
     wall time of t = 0, plus t) comes after the subscription, in run.mcap as live."""

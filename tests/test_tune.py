@@ -10,6 +10,8 @@ from host.studies import tune, tune_space  # noqa: E402  (needs optuna at run ti
 from host.cli import main  # noqa: E402
 from tests.test_experiments import ROOT, THESIS  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 def _short(tmp_path, name, base, duration):
     p = tmp_path / (name + ".toml")

@@ -19,6 +19,8 @@ optuna = pytest.importorskip("optuna", reason="optuna is not installed (make set
 from host.cli import main  # noqa: E402
 from host.studies.tune_pg import Cluster  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 LINKTEAM = tool("linkteam")
 N = 6          # trials in each study
 BEAT = 1       # s: --heartbeat; a worker missing 4 beats is found gone
