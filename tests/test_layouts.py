@@ -120,6 +120,7 @@ def _meaningful(blk):
     return out
 
 
+@pytest.mark.slow
 def test_the_thumb_forwarder_leaves_the_block_as_the_python_reference():
     """forward.cut's Thumb twin on 3000 random reads and blocks: the same answer and the
     same block (the offsets it reads and writes are the table's, and encodable)."""

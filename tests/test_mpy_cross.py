@@ -18,6 +18,7 @@ def test_files_found():
     assert "firmware/hal/rp2_uart.py" in names and "firmware/hal/stm32_can.py" in names
 
 
+@pytest.mark.slow
 @needs("mpy-cross")
 @pytest.mark.parametrize("arch", ARCHS)
 def test_mpy_cross_compiles_everything(arch, tmp_path):
@@ -36,6 +37,7 @@ def test_mpy_cross_compiles_everything(arch, tmp_path):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 @needs("mpy-cross")
 @pytest.mark.parametrize("arch", ["x64", "xtensawin"])
 def test_flash_builds_for_a_board_without_thumb(arch, tmp_path):

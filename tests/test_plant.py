@@ -400,6 +400,7 @@ def test_contact_event_counting_moving_obstacle():
     assert plant.collisions == 0 and plant.contacts() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("torques", [[30.0, -20.0, 10.0, 5, 5, 5, 5, 5, -5, 1.0],
                                      [3.0, -2.0, 1.0, .5, .5, .5, .5, .5, -.5, .1]])
 def test_adaptive_contact_check_equals_every_step(torques):
