@@ -92,6 +92,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
     summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
+    if sc.controller["kind"] == "multiagent":   # (centralised baselines: no agents)
+        _degraded(summary, stats, loop.gp)
     if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/faults.py)
         from host.faults import fault_summary
         summary["faults"] = fault_summary(loop)
@@ -127,6 +129,47 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
         except Exception as e:  # plots must never lose the run
             rd.log("plotting failed: %r" % (e,))
     return summary
+
+
+def degraded_links(gp, nodes):
+    """summary.json `degraded`: every link that did not end the run in the team and
+    running, with why: out of the team (the host's reason for dropping it), a last STATUS
+    state other than run (with the faults it latched), no STATUS at the end, its process
+    gone."""
+    dropped = {}
+    for t, link, text in gp.events:   # the last drop of each link
+        if text.startswith("dropped: "):
+            dropped[link] = "out of the team since t=%.3f s (%s)" % (t, text[len("dropped: "):])
+    health = {x["link"]: x for x in nodes}
+    out = []
+    for link in range(1, gp.n + 1):
+        node, reasons = health.get(link), []
+        if link - 1 in gp.dead:
+            reasons.append("its process exited")
+        if not gp.member[link - 1]:
+            reasons.append(dropped.get(link, "out of the team"))
+        if node is None:
+            reasons.append("no STATUS at the end")
+        elif node["state"] != "run":
+            reasons.append("%s (%s)" % (node["state"], ", ".join(node["faults"]) or "no fault latched"))
+        if reasons:
+            out.append({"link": link, "state": node["state"] if node else None, "in_team": gp.member[link - 1],
+                        "faults": node["faults"] if node else [], "reasons": reasons})
+    return out
+
+
+def _degraded(summary, stats, gp):
+    """A run that went to its end with a link braked or out of the team is `degraded`
+    (host/runners/stats.py FINISHED), its reason naming the links; the links are listed
+    whatever the status."""
+    bad = degraded_links(gp, summary["nodes"])
+    if not bad:
+        return
+    summary["degraded"] = bad
+    if stats.status == "ok":
+        stats.status = "degraded"
+        stats.reason = "; ".join("link %d: %s" % (x["link"], ", ".join(x["reasons"])) for x in bad)
+        summary["status"], summary["reason"] = stats.status, stats.reason
 
 
 def node_health(status):
