@@ -76,8 +76,17 @@ class Schedule:
             self.stats.vm_pauses["moved_ms"] = round(self.stats.vm_pauses["moved_ms"] + paused * 1e3, 2)
 
 
+GONE_POLL_S = 0.05   # lockstep: how often a tick that waits for torques looks for dead nodes
+# ... and once one died in it, the tick is treated as one of a lossy bus (the node may have
+# taken a packet of the kinematic wave with it): the goal from the last K_N if this one
+# has not come after STALE_AFTER_GONE_S, a torque missing STRAGGLER_GONE_S after the tick
+# opened not waited for (processes.py STALE_AFTER_S, straggler)
+STALE_AFTER_GONE_S = 0.1
+STRAGGLER_GONE_S = 0.5
+
+
 def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
-                  pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0):
+                  pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0, gone=None):
     """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
     what comes back to the goal process until every torque of tick k is in or `deadline`
     (perf_counter s) passes; deadline None (lockstep) waits for every torque, up to
@@ -94,7 +103,11 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
     long after it opened gets the goal from the last K_N
     (GoalProcess.close_stale), as the in-process bus does once it has gone quiet (with no
     K_N yet, lockstep: the tick ends without a goal after `straggler`); a
-    transport that holds frames back (transports/faulty.py `due_in`) is woken for them."""
+    transport that holds frames back (transports/faulty.py `due_in`) is woken for them.
+    Lockstep with `gone` (processes.py): gone() notes node processes that died since its
+    last call (gp.dead) and says whether there were any; a tick that waits for torques
+    asks it every GONE_POLL_S, and a dead node's torque is then not waited for (a node
+    killed inside a tick: the rest of that tick is one of a lossy bus's)."""
     perf_counter = time.perf_counter
     held = getattr(transport, "due_in", None)
     if io is not None:
@@ -128,7 +141,8 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
 
     def exchange(frames, k, deadline):
         t0 = perf_counter()
-        t_stale = t0 + stale_after
+        stale, strag = stale_after, straggler
+        t_stale = t0 + stale
         t_goal = None
         paused = 0.0
         sched0 = sched.read()
@@ -144,12 +158,13 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                 transport.send_batch(frames)
         gp.prepare()   # off the critical path: the kinematic wave is running now
         limit = t0 + timeout
+        t_gone = t0 + GONE_POLL_S
         if deadline is not None:
             stats.tick_budget_ms.append((deadline - t0) * 1e3)
         while True:
             # (lockstep on a lossy bus: and the goal is out, or the K_N that would close the
             # cycle is given up on; braked nodes report their torques before it comes)
-            if gp.complete and (gp.closed or deadline is not None or not stale_after):
+            if gp.complete and (gp.closed or deadline is not None or not stale):
                 stats.bus_cycle_ms.append((perf_counter() - t0) * 1e3)
                 if t_goal is not None:
                     stats.goal_sent_ms.append((t_goal - t0) * 1e3)
@@ -183,7 +198,7 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
             else:
                 # the goal went out, torques came, not this one's: silent (a lossy bus: or
                 # none came, as when the tick's SYNC and K_0 were both lost)
-                if straggler and gp.closed and (gp.n_got or stale_after) and now >= t0 + straggler:
+                if strag and gp.closed and (gp.n_got or stale) and now >= t0 + strag:
                     return paused
                 if now >= limit:
                     if health:
@@ -193,13 +208,21 @@ def make_exchange(gp, stats, transport, health=None, io=None, sending=contextlib
                         return paused   # hold: the missing links' last torques stay on
                     raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
                                   % (k, missing, timeout))
-                wait = max(0.0, (min(limit, t0 + straggler) if straggler and (gp.n_got or stale_after) else limit) - now)
-            if stale_after and not gp.closed:
+                wait = max(0.0, (min(limit, t0 + strag) if strag and (gp.n_got or stale) else limit) - now)
+                if gone is not None:
+                    if now >= t_gone:
+                        t_gone = now + GONE_POLL_S
+                        if gone():   # from now on this tick is one of a lossy bus's
+                            stale, strag = stale or STALE_AFTER_GONE_S, strag or STRAGGLER_GONE_S
+                            t_stale = now + stale
+                            continue
+                    wait = min(wait, t_gone - now)
+            if stale and not gp.closed:
                 if now >= t_stale:
-                    t_stale = now + stale_after
+                    t_stale = now + stale
                     out = gp.close_stale()   # K_N lost: the goal from the last one
                     if not out:   # none yet (the first ticks): no goal, no torque due
-                        if deadline is None and now >= t0 + straggler:
+                        if deadline is None and now >= t0 + strag:
                             return paused
                         continue
                     with sending():
