@@ -133,9 +133,10 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
 
 def degraded_links(gp, nodes):
     """summary.json `degraded`: every link that did not end the run in the team and
-    running, with why: out of the team (the host's reason for dropping it), a last STATUS
-    state other than run (with the faults it latched), no STATUS at the end, its process
-    gone."""
+    running, with why: its process gone, out of the team (the host's reason for dropping
+    it), or the state its last torque reported other than run, with the faults its last
+    STATUS names. (The state is the last tick's, not the STATUS's: after the last tick a
+    wall-clock node brakes on the silent bus, bus_lost, which says nothing of the run.)"""
     dropped = {}
     for t, link, text in gp.events:   # the last drop of each link
         if text.startswith("dropped: "):
@@ -143,18 +144,18 @@ def degraded_links(gp, nodes):
     health = {x["link"]: x for x in nodes}
     out = []
     for link in range(1, gp.n + 1):
-        node, reasons = health.get(link), []
-        if link - 1 in gp.dead:
+        i, reasons = link - 1, []
+        if i in gp.dead:
             reasons.append("its process exited")
-        if not gp.member[link - 1]:
+        if not gp.member[i]:
             reasons.append(dropped.get(link, "out of the team"))
-        if node is None:
-            reasons.append("no STATUS at the end")
-        elif node["state"] != "run":
-            reasons.append("%s (%s)" % (node["state"], ", ".join(node["faults"]) or "no fault latched"))
+        state = int(gp.states[i])
+        faults = health[link]["faults"] if link in health else []
+        if gp.member[i] and state != states.RUN:
+            reasons.append("%s (%s)" % (states.state_name(state), ", ".join(faults) or "no fault named"))
         if reasons:
-            out.append({"link": link, "state": node["state"] if node else None, "in_team": gp.member[link - 1],
-                        "faults": node["faults"] if node else [], "reasons": reasons})
+            out.append({"link": link, "state": states.state_name(state) if gp.member[i] else None, "in_team": gp.member[i],
+                        "faults": faults, "reasons": reasons})
     return out
 
 
