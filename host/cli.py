@@ -12,6 +12,8 @@ from host.errors import UsageError
 from host.scenario.loader import ScenarioError, load
 
 EXIT_BAD_INPUT = 2
+EXIT_ABORTED = 3         # `run`: the run stopped before its end (summary.json says why)
+EXIT_DEGRADED = 5        # `run`: it ran to its end with a link braked or out of the team
 EXIT_INTERRUPTED = 130   # 128 + SIGINT, as a shell reports it
 
 
@@ -77,7 +79,10 @@ def cmd_run(a):
                                 **opts)
     if not a.quiet:
         print_summary(summary, out)
-    return 0 if summary["status"] == "ok" else 3
+    if summary["status"] == "degraded":   # said even with --quiet: the arm did not finish whole
+        sys.stderr.write("linkteam run: DEGRADED: %s (summary.json \"degraded\")\n" % summary["reason"])
+        return EXIT_DEGRADED
+    return 0 if summary["status"] == "ok" else EXIT_ABORTED
 
 
 # ---- thesis experiments, thesis scenario format, animation ----------------------
@@ -111,10 +116,11 @@ def cmd_animate(a):
 
 
 def cmd_faults(a):
+    from host.runners.stats import finished
     from host.studies import fault_study
     results = fault_study.main(a.only or (), a.modes, lockstep=not a.wall_clock, jobs=a.jobs)
     print("wrote experiments/FAULTS.md (%d runs)" % len(results))
-    return 0 if all(s.get("status") == "ok" for _, s in results) else 3
+    return 0 if all(finished(s) for _, s in results) else EXIT_ABORTED   # (a fault may degrade a run)
 
 
 def cmd_console(a):

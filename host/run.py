@@ -128,6 +128,8 @@ def _summary(sc, loop, stats, arr, mode, steal0):
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
     summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
+    if sc.controller["kind"] == "multiagent":   # (centralised baselines: no agents)
+        _degraded(summary, stats, loop.gp)
     if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/studies/fault_study.py)
         from host.studies.fault_study import fault_summary
         summary["faults"] = fault_summary(loop)
@@ -150,6 +152,48 @@ def _plots(sc, loop, arr, mode, out_dir, rd):
             payload_estimate.plot(sc, loop.gp.estimates, out_dir)
     except Exception as e:  # plots must never lose the run
         rd.log("plotting failed: %r" % (e,))
+
+
+def degraded_links(gp, nodes):
+    """summary.json `degraded`: every link that did not end the run in the team and
+    running, with why: its process gone, out of the team (the host's reason for dropping
+    it), or the state its last torque reported other than run, with the faults its last
+    STATUS names. (The state is the last tick's, not the STATUS's: after the last tick a
+    wall-clock node brakes on the silent bus, bus_lost, which says nothing of the run.)"""
+    dropped = {}
+    for t, link, text in gp.events:   # the last drop of each link
+        if text.startswith("dropped: "):
+            dropped[link] = "out of the team since t=%.3f s (%s)" % (t, text[len("dropped: "):])
+    health = {x["link"]: x for x in nodes}
+    out = []
+    for link in range(1, gp.n + 1):
+        i, reasons = link - 1, []
+        if i in gp.dead:
+            reasons.append("its process exited")
+        if not gp.member[i]:
+            reasons.append(dropped.get(link, "out of the team"))
+        state = int(gp.states[i])
+        faults = health[link]["faults"] if link in health else []
+        if gp.member[i] and state != states.RUN:
+            reasons.append("%s (%s)" % (states.state_name(state), ", ".join(faults) or "no fault named"))
+        if reasons:
+            out.append({"link": link, "state": states.state_name(state) if gp.member[i] else None, "in_team": gp.member[i],
+                        "faults": faults, "reasons": reasons})
+    return out
+
+
+def _degraded(summary, stats, gp):
+    """A run that went to its end with a link braked or out of the team is `degraded`
+    (host/runners/stats.py FINISHED), its reason naming the links; the links are listed
+    whatever the status."""
+    bad = degraded_links(gp, summary["nodes"])
+    if not bad:
+        return
+    summary["degraded"] = bad
+    if stats.status == "ok":
+        stats.status = "degraded"
+        stats.reason = "; ".join("link %d: %s" % (x["link"], ", ".join(x["reasons"])) for x in bad)
+        summary["status"], summary["reason"] = stats.status, stats.reason
 
 
 def node_health(status):

@@ -32,7 +32,7 @@ def fault_free(tmp_path_factory):
 def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "node_crash"\nlink = 5\nstart = %g\n' % T_FAULT)
     s, d = run(sc, tmp_path, "crash")
-    assert s["status"] == "ok"
+    _degraded(s, [5])
     after = d["t"] > T_FAULT + 0.05
     assert np.ptp(d["q"][after, 4]) < 2e-3            # joint 5 held by its brake
     assert np.ptp(d["q"][after, 3]) > 0.05            # its neighbours still move
@@ -44,6 +44,14 @@ def test_dead_node_costs_one_braked_joint(tmp_path, fault_free):
     rep = [r for r in s["faults"]["reports"] if r["link"] == 6]
     assert rep and "neighbour_silent" in rep[0]["text"]
     assert s["e_rms_m"] <= 2 * fault_free["e_rms_m"]
+
+
+def _degraded(s, links):
+    """The run went to its end with exactly `links` braked or out of the team, each named
+    with why in summary.json `degraded` and in its reason."""
+    assert s["status"] == "degraded", s["reason"]
+    assert [x["link"] for x in s["degraded"]] == links and all(x["reasons"] for x in s["degraded"])
+    assert s["reason"].startswith("link %d: " % links[0])
 
 
 def _dead_in_time_series(d, link, t_drop):
@@ -73,7 +81,7 @@ def test_node_that_comes_back_is_readmitted(tmp_path):
 def test_compute_fault_found_by_its_neighbour_within_three_cycles(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\noffset = 0.1\n' % T_FAULT)
     s, d = run(sc, tmp_path, "alu")
-    assert s["status"] == "ok"
+    _degraded(s, [4])
     rep = [r for r in s["faults"]["reports"] if "neighbour_disagrees" in r["text"] and r["link"] == 5]
     assert rep and "link 4" in rep[0]["text"]
     assert rep[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
@@ -92,7 +100,7 @@ def test_compute_fault_of_the_tip_found_by_the_host_within_three_cycles(tmp_path
     bridges it; without, nothing finds the fault and the tip stays in the team."""
     sc = scenario(tmp_path, TIP_FAULT, extra="[behaviours.neighbours]\ncheck_tip = true\n")
     s, d = run(sc, tmp_path, "tip")
-    assert s["status"] == "ok"
+    _degraded(s, [10])
     team = s["faults"]["team"]
     assert team[0]["link"] == 10 and team[0]["text"].startswith("host: K_10 off by 0.1")
     assert team[0]["t"] - T_FAULT <= 3 / 120.0 + 1e-9
@@ -117,7 +125,7 @@ def test_torque_compute_fault_found_by_the_host_in_its_tick(tmp_path, fault_free
     sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = %g\ntarget = "torque"\n'
                   'offset = 20.0\n' % T_FAULT)
     s, d = run(sc, tmp_path, "alu-torque")
-    assert s["status"] == "ok"
+    _degraded(s, [4])
     team = s["faults"]["team"]
     assert team[0]["link"] == 4 and "torque off by 20" in team[0]["text"]
     assert team[0]["t"] == T_FAULT                     # the first wrong torque, not one later
@@ -151,7 +159,7 @@ def test_host_brakes_a_link_whose_torque_disagrees_with_its_components(tmp_path)
 def test_frozen_encoder_latches_sensor_implausible(tmp_path, fault_free):
     sc = scenario(tmp_path, '[[fault]]\nkind = "encoder_dead"\nlink = 6\nstart = %g\n' % T_FAULT)
     s, d = run(sc, tmp_path, "frozen")
-    assert s["status"] == "ok"
+    _degraded(s, [6])
     rep = s["faults"]["reports"]
     assert [r["link"] for r in rep] == [6] and "sensor_implausible" in rep[0]["text"]
     # frozen_cycles = 3 frozen samples: T + 1, 2, 3 cycles (the arm's torque moves 20 N m)
@@ -166,7 +174,7 @@ def test_dead_motor_flung_against_its_torque_latches_motor_not_responding(tmp_pa
     # torque; reference-ft turns the motor check on
     sc = scenario(tmp_path, '[[fault]]\nkind = "motor_dead"\nlink = 2\nstart = 10.0\n', duration=11.0)
     s, d = run(sc, tmp_path, "dead-motor")
-    assert s["status"] == "ok"
+    _degraded(s, [2])
     rep = s["faults"]["reports"]
     assert [r["link"] for r in rep] == [2] and "motor_not_responding" in rep[0]["text"]
     assert 0.150 <= rep[0]["t"] - 10.0 <= 0.5        # respond_ms 150 ms at the least
@@ -255,7 +263,8 @@ def test_sigkill_of_a_node_process_costs_one_joint(bus, tmp_path):
     s, out = run_scenario(sc, tmp_path / "p", mode="processes", bus=bus, lockstep=True, quiet=True,
                           make_plots=False)
     d = np.load(out / "timeseries.npz")
-    assert s["status"] == "ok", s["reason"]
+    _degraded(s, [5])
+    assert s["degraded"][0]["reasons"][0] == "its process exited"
     team = [(e["link"], e["text"].split(" ")[0]) for e in s["faults"]["team"]]
     assert team == [(5, "process"), (5, "dropped:")]      # no other node went down with it
     assert any(r["link"] == 6 and "neighbour_silent" in r["text"] for r in s["faults"]["reports"])
@@ -279,7 +288,8 @@ def test_compute_fault_on_a_uart_ring_as_in_process(link, bus, extra, tmp_path):
                   duration=2.5, extra=extra)
     s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus=bus, lockstep=True, quiet=True, make_plots=False)
     ref, _ = run_scenario(sc, tmp_path / "i", quiet=True, make_plots=False)
-    assert s["status"] == "ok", s["reason"]
+    _degraded(s, [link])
+    assert s["status"] == ref["status"] and s["degraded"] == ref["degraded"]
     got = sorted((r["link"], r["text"].split(":")[0], r["t"]) for r in s["faults"]["reports"])
     want = sorted((r["link"], r["text"].split(":")[0], r["t"]) for r in ref["faults"]["reports"])
     assert [g[:2] for g in got] == [w[:2] for w in want]
@@ -298,7 +308,7 @@ def test_torque_fault_braked_by_the_host_in_processes_mode(tmp_path):
     sc = scenario(tmp_path, '[[fault]]\nkind = "compute_fault"\nlink = 4\nstart = 1.5\ntarget = "torque"\n'
                   'offset = 20.0\n', duration=2.5)
     s, _ = run_scenario(sc, tmp_path / "p", mode="processes", bus="can", lockstep=True, quiet=True, make_plots=False)
-    assert s["status"] == "ok", s["reason"]
+    _degraded(s, [4])
     assert [(e["link"], e["t"], e["text"].split(":")[0]) for e in s["faults"]["team"]] == [
         (4, 1.5, "host"), (4, 1.5, "dropped")]
     assert s["nodes"][3]["state"] == "braked" and s["nodes"][3]["faults"] == ["neighbour_disagrees"]
@@ -404,3 +414,19 @@ def test_host_torque_check_is_not_excused_by_an_infinite_component():
     gp.tick = 3
     out = gp.on_frame(m.encode(m.TORQUE, 4, 0, 1, (3, 0.0, RUN, float("inf"), 0.0, 0.0, 0.0, 0.0, 0.0)))
     assert out and gp.member[3] is False and "torque off" in gp.events[0][2]
+
+
+def test_linkteam_run_exits_5_and_says_so_when_the_run_is_degraded(tmp_path, capsys):
+    """A finished run with a link out of the team: exit status 5 (0 is ok, 3 aborted) and a
+    DEGRADED line on stderr even with --quiet; the run's summary and log say degraded."""
+    from host import cli
+    p = tmp_path / "s.toml"
+    p.write_text('extends = "%s"\nname = "t"\n[simulation]\nduration = 2.2\n[[fault]]\nkind = "node_crash"\n'
+                 'link = 5\nstart = %g\n' % (REPO / "scenarios" / "reference-ft.toml", T_FAULT))
+    assert cli.main(["run", str(p), "--out", str(tmp_path / "run"), "--quiet", "--no-plots"]) == cli.EXIT_DEGRADED == 5
+    err = capsys.readouterr().err
+    assert err.startswith("linkteam run: DEGRADED: link 5: ") and "silent for 2 ticks" in err
+    import json
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["status"] == "degraded" and err.split("DEGRADED: ")[1].startswith(s["reason"])
+    assert (tmp_path / "run" / "run.log").read_text().splitlines()[-1] == "status degraded " + s["reason"]

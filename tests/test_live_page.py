@@ -136,7 +136,7 @@ def test_live_page_in_chromium_shows_the_traces_and_link5_braked(tmp_path):
         for where in [tmp_path] + ([Path(os.environ["LINKTEAM_ARTIFACTS"])] if "LINKTEAM_ARTIFACTS" in os.environ else []):
             where.mkdir(parents=True, exist_ok=True)
             (where / "live-page.png").write_bytes(png)
-        assert run.wait(120) == 0
+        assert run.wait(120) == 5   # degraded: link 5 gone (cli.EXIT_DEGRADED)
     finally:
         if browser is not None:
             browser.close()

@@ -112,3 +112,25 @@ def test_safety_watchdog_ms_reaches_the_agent(tmp_path):
     with pytest.raises(ScenarioError) as ei:
         load(p)
     assert ei.value.field == "behaviours.safety.watchdog_ms" and int(ei.value.line) == line_no(text, "watchdog_ms = 0")
+
+
+def test_neighbour_checks_are_on_unless_a_scenario_turns_them_off(tmp_path):
+    """Fault tolerance by default: a scenario that writes no [behaviours.neighbours] gets
+    depth-1 checks and bridging (every link but the first keeps its proximal neighbour's
+    DH); depth = 0 turns them off, for the arm or for chosen links."""
+    sc = load(REF)
+    assert "neighbours" not in REF.read_text()
+    assert "neighbours" not in sc.agent_configs[0]
+    for i in range(1, 10):
+        nb = sc.agent_configs[i]["neighbours"]
+        assert nb["dh"] == [["revolute", 0.0, 0.0, 0.75, 0.0]] and nb["tol"] == 1e-2 and "to_host" not in nb
+    off = tmp_path / "off.toml"
+    off.write_text('extends = "%s"\n[behaviours.neighbours]\ndepth = 0\n' % REF)
+    assert not any("neighbours" in c for c in load(off).agent_configs)
+    some = tmp_path / "some.toml"
+    some.write_text('extends = "%s"\n[[robot.override]]\nlinks = [4, 7]\nbehaviours.neighbours.depth = 0\n' % REF)
+    assert [i + 1 for i, c in enumerate(load(some).agent_configs) if "neighbours" in c] == [2, 3, 5, 6, 8, 9, 10]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "%s"\n[behaviours.neighbours]\ndepth = -1\n' % REF)
+    with pytest.raises(ScenarioError, match="must be >= 0"):
+        load(bad)

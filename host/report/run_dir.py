@@ -2,7 +2,7 @@
 run goes so that whatever stops it leaves the log, the data so far and the reason.
 
 A run to OUT is written into the sibling OUT.partial/ and renamed to OUT when it ends
-(status ok or aborted); the previous OUT stays whole until then. Then, with
+(status ok, degraded or aborted); the previous OUT stays whole until then. Then, with
 `previous="keep"` (`linkteam run`), the previous run is moved aside to OUT.YYYYmmdd-HHMMSS
 (the time it ended) and the run's log says where; with "replace" (`linkteam run --force`,
 and the tools that own their run directories: experiments, envelope, tune) it is
@@ -277,7 +277,7 @@ class RunDir:
     # ---------------------------------------------------------------- at the end
     def finish(self, summary, arrays, log_lines, meta=None):
         """Final summary, the whole time series in one NPZ (the chunks go), the last log lines."""
-        if self.signal and summary.get("status") != "ok":
+        if self.signal and summary.get("status") == "aborted":
             summary["reason"] = "interrupted (%s)" % self.signal
             log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
         self._log_agents()

@@ -156,6 +156,13 @@ class FaultyBus(LoopbackBus):
                 return
 
 
+def core_name(agent):
+    """The core an agent's cycle ran on: "linkcore" (the C core), or the pure Python's
+    ("python" where the agent has none of its own)."""
+    core = getattr(agent, "core", None)
+    return "python" if core is None else getattr(core, "__name__", type(core).__name__)
+
+
 def make_agents(sc, send):
     return [LinkAgent(cfg, SimHAL(send)) for cfg in sc.agent_configs]
 
@@ -182,6 +189,7 @@ def run(loop, progress=None):
     bus.quiet = depth > 0
     loop.bus = bus
     stats = loop.run(exchange, progress)
+    stats.cores = [core_name(a) for a in bus.agents]
     bus.run([loop.gp.ping()])   # link health from STATUS, as from boards
     for _ in range(STATUS_TRIES - 1):   # asked again where a PING or STATUS was lost (a lossy bus)
         if not loop.gp.status_missing():

@@ -416,20 +416,30 @@ def _with_dead_nodes(loop, cluster, exchange, crashes, lockstep):
                 killed.discard(f.link)
                 cluster.restart(f.link, gp.on_frame, lockstep)
                 gp.events.append((loop.t, f.link, "process restarted"))
-        dead = cluster.dead()
-        if dead != gp.dead:
-            for i in dead - gp.dead:
-                gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
-            cut = [i for i in sorted(dead) if i + 1 < len(cluster.procs)]   # not the tip's node
-            if cluster.bus == "uart" and cluster.topology == "chain" and cut:
-                first, last = cluster.groups[cut[0]]
-                raise Aborted("link %d's node is gone at t=%.3f s: a plain UART chain passes nothing through "
-                              "a dead node, so links %d..%d are cut off from the host (on a chain only the "
-                              "tip may die; a ring or CAN survives it)" % (first, loop.t, last + 1, loop.sc.n))
-            gp.dead = dead
+        if dead_nodes(loop, cluster) or gp.dead:
             frames = gp.tip_gone() + frames
         return exchange(frames, k, deadline)
     return tick
+
+
+def dead_nodes(loop, cluster):
+    """Note the node processes that exited since the last call (HostController.dead, a team
+    event each): True if there were any. A dead node ahead of others on a plain UART chain
+    ends the run (Aborted)."""
+    gp = loop.gp
+    dead = cluster.dead()
+    if dead == gp.dead:
+        return False
+    for i in dead - gp.dead:
+        gp.events.append((loop.t, i + 1, "process exited (status %s)" % cluster.procs[i].returncode))
+    cut = [i for i in sorted(dead) if i + 1 < len(cluster.procs)]   # not the tip's node
+    if cluster.bus == "uart" and cluster.topology == "chain" and cut:
+        first, last = cluster.groups[cut[0]]
+        raise Aborted("link %d's node is gone at t=%.3f s: a plain UART chain passes nothing through "
+                      "a dead node, so links %d..%d are cut off from the host (on a chain only the "
+                      "tip may die; a ring or CAN survives it)" % (first, loop.t, last + 1, loop.sc.n))
+    gp.dead = dead
+    return True
 
 
 def node_groups(n, grouping=None):
@@ -499,7 +509,8 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
             exchange = wallclock.Exchange(loop.gp, stats, cluster.transport, io=cluster.io,
                                           timeout=stats.wait_with_patience(loop.sc),
                                           straggler=straggler if loop.faults else 0.0,
-                                          stale_after=STALE_AFTER_S[1] if specs else 0.0)
+                                          stale_after=STALE_AFTER_S[1] if specs else 0.0,
+                                          gone=lambda: dead_nodes(loop, cluster))
             loop.run(_with_dead_nodes(loop, cluster, exchange, crashes, True), progress)
         else:
             pauses = desktop.start_vm_pauses()

@@ -13,10 +13,23 @@ def spread(samples, keys=("p50", "p99", "max")):
     return {k: float(pick[k]()) for k in keys}
 
 
+# a run's status (summary.json "status"): "ok" (it ran to its end, every link in the team
+# and running), "degraded" (it ran to its end with a link braked, held, damped or out of
+# the team: summary.json "degraded" names them and why, host/run.py) or "aborted" (with
+# the reason). FINISHED: the statuses of a run that went to its end.
+FINISHED = ("ok", "degraded")
+
+
+def finished(summary):
+    """The run went to its end (its figures cover the whole scenario)."""
+    return summary.get("status") in FINISHED
+
+
 class RunStats:
     def __init__(self):
         self.clock = "synthetic"     # "wall" when ticks follow the wall clock
-        self.status = "ok"           # or "aborted", with the reason (and a traceback for the log)
+        self.status = "ok"           # or "aborted", with the reason (and a traceback for the log);
+                                     # host/run.py makes a finished run "degraded" (FINISHED)
         self.reason = ""
         self.traceback = ""
         self.wall_seconds = 0.0
@@ -46,6 +59,7 @@ class RunStats:
         # synthetic clock: how long a tick waits for its torques, what then, and how often it
         # ran out per link: {patience_s, on_patience, expired} (NYMPH's synch_wait patience)
         self.patience = None
+        self.cores = None            # in-process: the core each link's agent ran on (inprocess.core_name)
 
     def wait_with_patience(self, sc):
         """The exchange waits for a tick's torques at most sc.patience_s (synthetic clock)."""
@@ -74,7 +88,7 @@ class RunStats:
             out["late_host_ticks"] = self.late_host_ticks
             out["host_lag_max_ms"] = self.host_lag_max_ms
         for name in ("bus", "baud", "topology", "cpu_latency_qos", "cpu_us_per_tick", "vm_pauses", "figures_from",
-                     "grouping", "patience", "boards"):
+                     "grouping", "patience", "boards", "cores"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         for name in ("bus_cycle_ms", "goal_sent_ms"):

@@ -76,6 +76,15 @@ class Schedule:
             self.stats.vm_pauses["moved_ms"] = round(self.stats.vm_pauses["moved_ms"] + paused * 1e3, 2)
 
 
+GONE_POLL_S = 0.05   # lockstep: how often a tick that waits for torques looks for dead nodes
+# ... and once one died in it, the tick is treated as one of a lossy bus (the node may have
+# taken a packet of the kinematic wave with it): the goal from the last K_N if this one
+# has not come after STALE_AFTER_GONE_S, a torque missing STRAGGLER_GONE_S after the tick
+# opened not waited for (processes.py STALE_AFTER_S, straggler)
+STALE_AFTER_GONE_S = 0.1
+STRAGGLER_GONE_S = 0.5
+
+
 class Exchange:
     """exchange(frames, k, deadline) -> VM pause absorbed (s): send the host's frames, feed
     what comes back to the controller until every torque of tick k is in or `deadline`
@@ -95,7 +104,11 @@ class Exchange:
     after it opened gets the goal from the last K_N (HostController.close_stale), as the
     in-process bus does once it has gone quiet (with no K_N yet, lockstep: the tick ends
     without a goal after `straggler`); a transport that holds frames back
-    (transports/faulty.py `due_in`) is woken for them.
+    (transports/faulty.py `due_in`) is woken for them. Lockstep with `gone` (processes.py):
+    gone() notes node processes that died since its last call (gp.dead) and says whether
+    there were any; a tick that waits for torques asks it every GONE_POLL_S, and a dead
+    node's torque is then not waited for (a node killed inside a tick: the rest of that
+    tick is one of a lossy bus's).
 
     The tick's steps: send, then until it ends: ended? -> wait_wall_clock or
     wait_lockstep (how long to wait, or the tick ends) -> close_stale (a lost K_N) ->
@@ -105,10 +118,10 @@ class Exchange:
     AGAIN = -1.0      # a step's answer: look again at once (the deadline moved, a goal went out)
 
     def __init__(self, gp, stats, transport, health=None, io=None, sending=contextlib.nullcontext,
-                 pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0):
+                 pauses=None, timeout=5.0, straggler=0.0, stale_after=0.0, gone=None):
         self.gp, self.stats, self.transport, self.health, self.io = gp, stats, transport, health, io
         self.sending, self.pauses, self.timeout = sending, pauses, timeout
-        self.straggler, self.stale_after = straggler, stale_after
+        self.straggler, self.stale_after, self.gone = straggler, stale_after, gone
         self.held = getattr(transport, "due_in", None)
         self.sched = HostSchedstat()
         self.relay = (getattr(transport, "send_return", None)
@@ -124,7 +137,9 @@ class Exchange:
     def __call__(self, frames, k, deadline):
         self.k, self.deadline = k, deadline
         self.t0 = t0 = time.perf_counter()
-        self.t_stale, self.t_goal, self.paused = t0 + self.stale_after, None, 0.0
+        self.stale, self.strag = self.stale_after, self.straggler   # this tick's (a death makes it lossy)
+        self.t_stale, self.t_goal, self.paused = t0 + self.stale, None, 0.0
+        self.t_gone = t0 + GONE_POLL_S
         self.sched0 = self.sched.read()
         self.send(frames)
         self.gp.prepare()   # off the critical path: the kinematic wave is running now
@@ -134,7 +149,7 @@ class Exchange:
         while not self.ended():
             now = time.perf_counter()
             wait = self.wait_wall_clock(now) if self.deadline is not None else self.wait_lockstep(now)
-            if wait is not self.END and wait != self.AGAIN and self.stale_after and not self.gp.closed:
+            if wait is not self.END and wait != self.AGAIN and self.stale and not self.gp.closed:
                 wait = self.close_stale(now, wait)
             if wait is self.END:
                 return self.paused
@@ -161,7 +176,7 @@ class Exchange:
         would close the cycle is given up on; braked nodes report their torques before it
         comes): the cycle's times go to the stats."""
         gp = self.gp
-        if not (gp.complete and (gp.closed or self.deadline is not None or not self.stale_after)):
+        if not (gp.complete and (gp.closed or self.deadline is not None or not self.stale)):
             return False
         self.stats.bus_cycle_ms.append((time.perf_counter() - self.t0) * 1e3)
         if self.t_goal is not None:
@@ -206,8 +221,8 @@ class Exchange:
         and torques came, not this one's, for `straggler` s (a silent node; a lossy bus:
         or none came, as when the tick's SYNC and K_0 were both lost); at the end of the
         patience hold the missing torques (END) or abort."""
-        gp, straggler, t0 = self.gp, self.straggler, self.t0
-        waits_out = straggler and (gp.n_got or self.stale_after)
+        gp, straggler, t0 = self.gp, self.strag, self.t0
+        waits_out = straggler and (gp.n_got or self.stale)
         if waits_out and gp.closed and now >= t0 + straggler:
             return self.END
         if now >= self.limit:
@@ -218,7 +233,17 @@ class Exchange:
                 return self.END   # hold: the missing links' last torques stay on
             raise Aborted("cycle %d: no torque from links %s within the patience of %g s"
                           % (self.k, missing, self.timeout))
-        return max(0.0, (min(self.limit, t0 + straggler) if waits_out else self.limit) - now)
+        wait = max(0.0, (min(self.limit, t0 + straggler) if waits_out else self.limit) - now)
+        if self.gone is None:
+            return wait
+        if now >= self.t_gone:
+            self.t_gone = now + GONE_POLL_S
+            if self.gone():   # from now on this tick is one of a lossy bus's
+                self.stale = self.stale or STALE_AFTER_GONE_S
+                self.strag = self.strag or STRAGGLER_GONE_S
+                self.t_stale = now + self.stale
+                return self.AGAIN
+        return min(wait, self.t_gone - now)
 
     def close_stale(self, now, wait):
         """K_N lost (a bus with injected faults): `stale_after` s on, the goal from the last
@@ -226,10 +251,10 @@ class Exchange:
         END after `straggler`). Before that, the wait shortened to that time."""
         if now < self.t_stale:
             return min(wait, self.t_stale - now)
-        self.t_stale = now + self.stale_after
+        self.t_stale = now + self.stale
         out = self.gp.close_stale()
         if not out:
-            return self.END if self.deadline is None and now >= self.t0 + self.straggler else self.AGAIN
+            return self.END if self.deadline is None and now >= self.t0 + self.strag else self.AGAIN
         with self.sending():
             self.transport.broadcast_batch(out)
         self.t_goal = time.perf_counter()

@@ -12,7 +12,7 @@ from pathlib import Path
 from firmware.identification import MASS, N_PAR, PLANAR
 from host.scenario import thesis_format
 from host.errors import ScenarioError
-from host.scenario.schema import BEHAVIOURS, SCHEMA, _Checker, _line_of
+from host.scenario.schema import BEHAVIOURS, ON_BY_DEFAULT, SCHEMA, _Checker, _line_of
 from host.scenario.toml_writer import dumps
 from sim_host import fault_injection as fault_kinds
 
@@ -82,8 +82,10 @@ class Scenario:
 
     def _behaviours(self, i):
         """Scenario-wide behaviours merged with the link's overrides (only fields set).
-        A behaviour table that is written anywhere gets its defaults; others stay off."""
-        merged = _merge(self.raw["behaviours"], self._overrides[i])
+        A behaviour table that is written anywhere gets its defaults; others stay off,
+        but for those ON_BY_DEFAULT."""
+        merged = _merge(dict.fromkeys(ON_BY_DEFAULT, {}), self.raw["behaviours"])
+        merged = _merge(merged, self._overrides[i])
         return {name: _merge({k: s[1] for k, s in BEHAVIOURS[name].items() if not isinstance(s, dict)}, fields)
                 for name, fields in merged.items()}
 
@@ -115,7 +117,7 @@ class Scenario:
         """A link's redundant-kinematics config: its proximal neighbours' DH, nearest first,
         and the control period."""
         nb = self.behaviours[i].get("neighbours")
-        if nb is None or i == 0:
+        if nb is None or nb["depth"] == 0 or i == 0:
             return
         cfg["neighbours"] = {
             "dh": [[self.links[j][k] for k in ("type", "theta", "d", "a", "alpha")]

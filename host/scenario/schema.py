@@ -49,12 +49,17 @@ BEHAVIOURS = {
                "respond_ms": F("float", 150.0, 0.0),
                "reactions": {name: F("str", None, choices=("report", "hold", "damp", "brake"))
                              for name in DEFAULT_REACTIONS}},
-    # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal neighbours
-    "neighbours": {"depth": F("int", 1, 1, 2), "tol": F("float", 1e-2, 0.0),
+    # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal
+    # neighbours. On in every scenario that does not write the table (ON_BY_DEFAULT);
+    # depth = 0 turns it off
+    "neighbours": {"depth": F("int", 1, 0, 2), "tol": F("float", 1e-2, 0.0),
                    "readmit_cycles": F("int", 3, 1),
                    # the host checks the tip's K_N from K_{N-1} (one more K frame a tick)
                    "check_tip": F("bool", False)},
 }
+# behaviours on with their defaults where a scenario writes no table for them (fault
+# tolerance: docs/design.md §5 "Fault tolerance by default"); the others are off unless written
+ON_BY_DEFAULT = ("neighbours",)
 GAINS = {"wp": F("float", REQUIRED, 0.0), "wv": F("float", REQUIRED, 0.0),
          "delta": F("float", 0.0, 0.0), "alpha": F("float", 0.0, 0.0), "beta": F("float", 0.0, 0.0),
          "nu": F("float", 0.0, 0.0), "gamma": F("float", 0.0, 0.0), "lambda": F("float", 0.0, 0.0),

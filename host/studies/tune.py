@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from host.runners.stats import finished
 from host.scenario.loader import from_dict, merge, read_toml
 from host.studies.tune_report import _e, gains_toml, plots, report, ship
 from host.studies.tune_space import _applicable, default_space, load_space, overlay, thesis_values
@@ -80,7 +81,7 @@ def run_case(c, params):
     sc = from_dict(data, path, sources)
     with tempfile.TemporaryDirectory(prefix="linkteam-tune-") as d:
         s, out = run_scenario(sc, Path(d) / "run", quiet=True, make_plots=False)
-        u = np.load(out / "timeseries.npz")["u"] if s["status"] == "ok" else np.zeros((1, sc.n))
+        u = np.load(out / "timeseries.npz")["u"] if finished(s) else np.zeros((1, sc.n))
     u_sat = np.array([L["u_sat"] for L in sc.links])
     return {"status": s["status"], "reason": s["reason"], "e_rms": s["e_rms_m"], "phi_rms": s["phi_rms_rad"],
             "lasted": s["sim_seconds"] / sc.duration,
@@ -89,7 +90,7 @@ def run_case(c, params):
 
 def score(r, base):
     """J of one run against its nominal scenario with the thesis gains (module docstring)."""
-    if r["status"] != "ok" or base["status"] != "ok":
+    if not (finished(r) and finished(base)):
         return DIVERGED * (2.0 - min(r["lasted"], base["lasted"]))
     return (r["e_rms"] / base["e_rms"] + W_PHI * max(0.0, r["phi_rms"] / max(base["phi_rms"], 1e-12) - 1.0)
             + W_SAT * max(0.0, r["sat"] - base["sat"]))
@@ -138,7 +139,7 @@ class Objective:
             scores.append(score(r, self.baselines[c.get("base", c["label"])]))
             value = self.aggregate(scores)
             trial.report(value, step)
-            if r["status"] != "ok":
+            if not finished(r):
                 trial.set_user_attr("diverged", "%s: %s" % (c["label"], r["reason"]))
                 raise optuna.TrialPruned()
             if trial.should_prune():

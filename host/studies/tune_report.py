@@ -6,6 +6,7 @@ import time
 import warnings
 from pathlib import Path
 
+from host.runners.stats import finished
 from host.scenario.loader import read_toml
 from host.studies.tune_space import overlay
 
@@ -122,12 +123,12 @@ def report(out, study, meta, results, made, importance, thesis, best):
              "|---|---|---|---|---|---|---|---|---|---|"]
     for c, r0, r1 in results:
         fig = thesis_figure(c["path"]) if not c["change"] else None
-        ratio = r1["e_rms"] / r0["e_rms"] if r0["status"] == r1["status"] == "ok" else None
+        ratio = r1["e_rms"] / r0["e_rms"] if finished(r0) and finished(r1) else None
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c["label"], "yes" if c.get("seen") else "no", _e(fig[0]) if fig else "",
-            _e(r0["e_rms"]) + ("" if r0["status"] == "ok" else " (aborted)"),
-            _e(r1["e_rms"]) + ("" if r1["status"] == "ok" else " (aborted)"),
-            _e(ratio, "%.2f"), _e(r1["e_rms"] / fig[0], "%.2f") if fig and r1["status"] == "ok" else "",
+            _e(r0["e_rms"]) + ("" if finished(r0) else " (aborted)"),
+            _e(r1["e_rms"]) + ("" if finished(r1) else " (aborted)"),
+            _e(ratio, "%.2f"), _e(r1["e_rms"] / fig[0], "%.2f") if fig and finished(r1) else "",
             _e(r0["phi_rms"]), _e(r1["phi_rms"]),
             r1["status"] + (": " + r1["reason"] if r1["reason"] else "")))
     lines += ["", "## Gains", "", "| field | thesis gains | tuned | range searched | importance |", "|---|---|---|---|---|"]
