@@ -1,23 +1,63 @@
-"""The telemetry process of a run (started by host/telemetry.Telemetry): it reads the
+"""The telemetry process of a run (forked by host/telemetry.Telemetry): it reads the
 per-tick record's rows as the run hands them over (host/logs.RunDir), encodes them
 (topics.Encoder), writes run.mcap (chunked, zstd) and, with --live, publishes the same
 messages on the Foxglove WebSocket protocol (server.Server). A process of its own, so
 that encoding and serving never take the control loop's time or memory.
 
-stdin, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
+In, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
 or null}, then {rows: pickle path, logs, events, bus} per hand-over of the record,
-{wait: s} to wait for a live subscriber, {end: true}. stdout: {ready: port}, {subscribed: bool}, {stats: ...}.
-End of stdin without {end} (the run's process was killed) also finishes run.mcap."""
+{wait: s} to wait for a live subscriber, {end: true}. Out: {ready: port}, {subscribed: bool},
+{stats: ...}. The end of its input without {end} (the run's process was killed) also
+finishes run.mcap.
+
+Live, the per-tick topics and the scene go out at most LIVE_HZ a wall second each: a run
+faster than real time (in-process: 20-30x) is decimated evenly in its own time, a
+real-time one (120 Hz) is not; run.mcap keeps every message. Events, node tables, bus
+counters and log lines always go."""
 import json
 import os
 import pickle
 import signal
-import sys
 import time
 import types
 
 NICE = 19        # run.mcap only
 NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
+# messages a wall second per topic to a live viewer, at most (a screen shows 60 frames a
+# second; per-tick topics above a real-time control rate of 120-200 Hz)
+LIVE_HZ = {"/joints": 250.0, "/tool": 250.0, "/goal": 250.0, "/scene": 30.0}
+
+
+class LiveRate:
+    """Which messages of a hand-over go live: per topic of LIVE_HZ, a message at least
+    `speed` / LIVE_HZ of the run's own time after the last one taken, where speed is the
+    run's time per wall second over the last hand-over (a telemetry process catching up on
+    a backlog sees a high speed, and takes fewer)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.next_ns = dict.fromkeys(LIVE_HZ, 0)
+        self.prev = None      # (wall s, log time ns) at the last hand-over
+        self.stride = dict.fromkeys(LIVE_HZ, 0)
+        self.decimated = 0
+
+    def pace(self, last_ns):
+        """A hand-over whose messages reach `last_ns`: the strides for it."""
+        now = self.clock()
+        if self.prev is not None and now > self.prev[0] and last_ns > self.prev[1]:
+            speed = (last_ns - self.prev[1]) / (now - self.prev[0])   # ns of run a wall s
+            self.stride = {k: int(speed / hz) for k, hz in LIVE_HZ.items()}
+        self.prev = (now, last_ns)
+
+    def take(self, topic, ns):
+        nxt = self.next_ns.get(topic)
+        if nxt is None:
+            return True
+        if ns < nxt:
+            self.decimated += 1
+            return False
+        self.next_ns[topic] = ns + self.stride[topic]
+        return True
 
 class McapSink:
     """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
@@ -64,13 +104,13 @@ def obstacle_mover(obstacles):
     return lambda t: [p.sample(t).p.tolist() if p is not None else o["position"] for p, o in zip(paths, obstacles)]
 
 
-def say(**msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+def main(inp, out):
+    """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files)."""
+    def say(**msg):
+        out.write(json.dumps(msg) + "\n")
+        out.flush()
 
-
-def main():
-    cfg = json.loads(sys.stdin.readline())
+    cfg = json.loads(inp.readline())
     # a low CPU priority: where the machine is busy, the control loop and the nodes run
     # first and telemetry takes what is left (the rows wait in their files meanwhile);
     # live, a little more: a viewer should not fall far behind a real-time run
@@ -83,14 +123,15 @@ def main():
     meta = cfg["meta"]
     enc = Encoder(meta, obstacle_mover(meta.get("obstacles", [])))
     sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
-    server = None
+    server = rate = None
     if cfg.get("live"):
+        rate = LiveRate()
         from host.telemetry.server import Server
         server = Server(SCHEMAS, cfg["live"]["host"], cfg["live"]["port"])
         server.start()
     say(ready=server.port if server else None)
     handovers, encode_s = 0, 0.0
-    for line in sys.stdin:
+    for line in inp:
         msg = json.loads(line)
         if "rows" in msg:
             t0 = time.process_time()
@@ -100,13 +141,15 @@ def main():
             if msg.get("t0_ns") is not None and sink.metadata is not None:   # the first tick's wall time
                 enc.t0_ns = sink.metadata["t0_ns"] = int(msg["t0_ns"])
                 sink.write_metadata()
-            out = enc.side(msg)
+            msgs = enc.side(msg)
             if len(rows.get("t", ())):
-                out += enc.rows(rows)
-            out.sort(key=lambda m: m[1])   # stable: a tick's topics keep their order
-            for topic, ns, payload in out:
+                msgs += enc.rows(rows)
+            msgs.sort(key=lambda m: m[1])   # stable: a tick's topics keep their order
+            if server is not None and msgs:
+                rate.pace(msgs[-1][1])
+            for topic, ns, payload in msgs:
                 sink.write(topic, ns, payload)
-                if server is not None:
+                if server is not None and rate.take(topic, ns):
                     server.publish(topic, ns, payload)
             handovers += 1
             encode_s += time.process_time() - t0
@@ -118,10 +161,7 @@ def main():
     stats = {"mcap_messages": sink.messages, "handovers": handovers, "encode_cpu_s": round(encode_s, 3)}
     if server is not None:
         server.flush()
-        stats["live"] = server.stats()
+        stats["live"] = dict(server.stats(), decimated=rate.decimated)
         server.stop()
     say(stats=stats)
 
-
-if __name__ == "__main__":
-    main()
