@@ -25,6 +25,7 @@ import sys, time
 from host.telemetry.client import Client
 from host.telemetry.topics import TOPICS
 port = int(sys.argv[1])
+print("ready", flush=True)   # imports done: the run starts now, and waits only for the connection
 end = time.monotonic() + 60
 while True:
     try:
@@ -70,6 +71,7 @@ def cost(repeats=5):
             client = subprocess.Popen([sys.executable, "-c", READER, str(port)], cwd=str(ROOT),
                                       stdout=subprocess.PIPE, text=True)
             try:
+                assert client.stdout.readline().strip() == "ready"
                 runs["live"].append(_run(sc, Path(tmp) / "live", live=("127.0.0.1", port), live_wait=30.0))
                 received.append(int(client.communicate(timeout=60)[0] or 0))
             finally:
@@ -78,6 +80,10 @@ def cost(repeats=5):
                     client.wait()
     med = {k: (statistics.median(s["realtime_factor"] for s, _ in v), statistics.median(w for _, w in v),
                statistics.median(s["cpu_seconds"] for s, _ in v)) for k, v in runs.items()}
+    tel_cpu = {k: statistics.median(s["telemetry"].get("process_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
+               for v in [runs[k]]}
+    enc_cpu = {k: statistics.median(s["telemetry"].get("encode_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
+               for v in [runs[k]]}
     live_s = runs["live"][-1][0]["telemetry"]["live"]
     print("telemetry cost: in-process reference run, %d repeats (medians; loadavg %.1f)"
           % (repeats, os.getloadavg()[0]))
@@ -85,14 +91,17 @@ def cost(repeats=5):
         print("  %-20s loop realtime_factor %6.1f (%+5.1f %% time), its CPU %.2f s (%+5.1f %%)   whole run %.2f s (%+5.1f %%)"
               % (label, med[k][0], 100 * (med["off"][0] / med[k][0] - 1), med[k][2],
                  100 * (med[k][2] / med["off"][2] - 1), med[k][1], 100 * (med[k][1] / med["off"][1] - 1)))
-    print("  live client received %s messages a run; the last run's server: published %d, dropped %d"
-          % (received, live_s["published"], live_s["dropped"]))
+    print("  telemetry process CPU (median): run.mcap %.2f s (encoding and writing %.2f s), --live %.2f s (%.2f s)"
+          % (tel_cpu["mcap"], enc_cpu["mcap"], tel_cpu["live"], enc_cpu["live"]))
+    print("  live client received %s messages a run; the last run's server: published %d, decimated %d, dropped %d"
+          % (received, live_s["published"], live_s.get("decimated", 0), live_s["dropped"]))
     return {"telemetry_cost": {
         "realtime_factor": {k: [s["realtime_factor"] for s, _ in v] for k, v in runs.items()},
         "wall_s": {k: [w for _, w in v] for k, v in runs.items()},
         "loop_time_increase_pct": {k: round(100 * (med["off"][0] / med[k][0] - 1), 1) for k in ("mcap", "live")},
         "loop_cpu_increase_pct": {k: round(100 * (med[k][2] / med["off"][2] - 1), 1) for k in ("mcap", "live")},
         "wall_increase_pct": {k: round(100 * (med[k][1] / med["off"][1] - 1), 1) for k in ("mcap", "live")},
+        "telemetry_process_cpu_s": tel_cpu, "telemetry_encode_cpu_s": enc_cpu,
         "live_client_received": received, "loadavg_1min": os.getloadavg()[0]}}
 
 

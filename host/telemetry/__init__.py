@@ -49,6 +49,7 @@ class _Forked:
         r_in, w_in = os.pipe()
         r_out, w_out = os.pipe()
         self.returncode = None
+        self.cpu_s = None   # its user + system CPU time, once it has ended
         self.pid = os.fork()
         if self.pid == 0:   # the child: never returns into the run's code
             code = 1
@@ -81,9 +82,10 @@ class _Forked:
 
     def poll(self):
         if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(self.pid, os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = usage.ru_utime + usage.ru_stime
         return self.returncode
 
     def wait(self, timeout=None):
@@ -218,6 +220,8 @@ class Telemetry:
         self.proc.stdout.close()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.proc.cpu_s is not None:
+            self.stats["process_cpu_s"] = round(self.proc.cpu_s, 3)
         if self.lost:
             self.stats["error"] = self.lost
         return self.stats

@@ -11,8 +11,8 @@ or null}, then {rows: pickle path, logs, events, bus} per hand-over of the recor
 finishes run.mcap.
 
 Live, the per-tick topics and the scene go out at most LIVE_HZ a wall second each: a run
-faster than real time (in-process: 20-30x) is decimated evenly in its own time, a
-real-time one (120 Hz) is not; run.mcap keeps every message. Events, node tables, bus
+faster than real time (in-process: 20-30x) is decimated evenly in its own time, the
+joints of a real-time one (120 Hz) are not; run.mcap keeps every message. Events, node tables, bus
 counters and log lines always go."""
 import json
 import os
@@ -23,9 +23,9 @@ import types
 
 NICE = 19        # run.mcap only
 NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
-# messages a wall second per topic to a live viewer, at most (a screen shows 60 frames a
-# second; per-tick topics above a real-time control rate of 120-200 Hz)
-LIVE_HZ = {"/joints": 250.0, "/tool": 250.0, "/goal": 250.0, "/scene": 30.0}
+# messages a wall second per topic to a live viewer, at most: /joints above a real-time
+# control rate of 120-200 Hz (every tick of a joint's trace), the rest at a screen's rate
+LIVE_HZ = {"/joints": 250.0, "/tool": 60.0, "/goal": 60.0, "/scene": 30.0}
 
 
 class LiveRate:
