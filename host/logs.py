@@ -262,12 +262,11 @@ class RunDir:
         loop.rec.reload = self.reload
         if not self.record:
             return
-        from host.telemetry import LIVE_CHUNK_S, Telemetry
+        from host.telemetry import HANDOVER_S, LIVE_CHUNK_S, Telemetry
         meta = {"n": loop.sc.n, "t0_ns": time.time_ns(), "scenario": loop.sc.name, "path": str(loop.sc.path),
                 "mode": loop.mode, "control_rate_hz": loop.sc.control_rate_hz, "obstacles": loop.sc.obstacles}
         self.telemetry = Telemetry(self.path, meta, self.live)
-        if self.live:
-            loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S)
+        loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S if self.live else HANDOVER_S)
 
     def reload(self, n, key):
         """The first n rows of `key`, from the chunk files one by one (the rows held back
@@ -283,12 +282,12 @@ class RunDir:
 
     def chunk(self, rows):
         """The rows since the previous call (Recorder.flush): to the telemetry at once; into
-        a time-series chunk file at most every CHUNK_S of wall time (with --live the
+        a time-series chunk file at most every CHUNK_S of wall time (with telemetry the
         recorder hands rows over more often than that)."""
         if self.telemetry is not None:
             self._to_telemetry(rows)
         self._held.append(rows)
-        if self.live is None or time.monotonic() - self._chunk_at >= CHUNK_S:
+        if self.telemetry is None or time.monotonic() - self._chunk_at >= CHUNK_S:
             self._write_chunk()
 
     def _write_chunk(self):

@@ -27,6 +27,7 @@ LOG_NAME = "telemetry.log"
 ROWS_DIR = "telemetry"   # rows on their way to the telemetry process (gone when the run ends)
 DEFAULT_PORT = 8765
 LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
+HANDOVER_S = 0.25     # without: the telemetry process keeps up, and has little left at the end
 START_S = 30.0        # bounded waits on the telemetry process
 CLOSE_HURRY_S = 10.0
 CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
@@ -170,7 +171,7 @@ class Telemetry:
         with open(path, "wb") as f:
             pickle.dump(rows, f, protocol=5)
         self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {},
-                    "t0_ns": t0_ns})
+                    "t0_ns": t0_ns, "wall": time.time()})
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""

@@ -12,7 +12,7 @@ finishes run.mcap.
 
 Live, the per-tick topics and the scene go out at most LIVE_HZ a wall second each: a run
 faster than real time (in-process: 20-30x) is decimated evenly in its own time, the
-joints of a real-time one (120 Hz) are not; run.mcap keeps every message. Events, node tables, bus
+joints of a real-time one are not; run.mcap keeps every message. Events, node tables, bus
 counters and log lines always go."""
 import json
 import os
@@ -20,34 +20,44 @@ import pickle
 import signal
 import time
 import types
+from collections import deque
 
 NICE = 19        # run.mcap only
 NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
-# messages a wall second per topic to a live viewer, at most: /joints above a real-time
-# control rate of 120-200 Hz (every tick of a joint's trace), the rest at a screen's rate
-LIVE_HZ = {"/joints": 250.0, "/tool": 60.0, "/goal": 60.0, "/scene": 30.0}
+# messages a wall second per topic to a live viewer, at most: /joints at the control rate
+# (every tick of a real-time run, a faster one no faster than that: None below), the
+# rest at a screen's rate
+LIVE_HZ = {"/joints": None, "/tool": 60.0, "/goal": 60.0, "/scene": 30.0}
+LIVE_MARGIN = 1.25   # a real-time run's speed wavers by a few per cent: its ticks all go
+SPEED_S = 1.0
 
 
 class LiveRate:
     """Which messages of a hand-over go live: per topic of LIVE_HZ, a message at least
-    `speed` / LIVE_HZ of the run's own time after the last one taken, where speed is the
-    run's time per wall second over the last hand-over (a telemetry process catching up on
-    a backlog sees a high speed, and takes fewer)."""
+    `speed` / (LIVE_HZ * LIVE_MARGIN) of the run's own time after the last one taken,
+    where speed is the run's time per wall second by the run's clock at its hand-overs
+    (from t = 0 on), over the last SPEED_S."""
 
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
+    def __init__(self, control_rate_hz):
+        self.hz = {k: (hz or control_rate_hz) * LIVE_MARGIN for k, hz in LIVE_HZ.items()}
         self.next_ns = dict.fromkeys(LIVE_HZ, 0)
-        self.prev = None      # (wall s, log time ns) at the last hand-over
+        self.seen = deque()   # (wall s, log time ns) at the hand-overs of the last SPEED_S
         self.stride = dict.fromkeys(LIVE_HZ, 0)
         self.decimated = 0
 
-    def pace(self, last_ns):
-        """A hand-over whose messages reach `last_ns`: the strides for it."""
-        now = self.clock()
-        if self.prev is not None and now > self.prev[0] and last_ns > self.prev[1]:
-            speed = (last_ns - self.prev[1]) / (now - self.prev[0])   # ns of run a wall s
-            self.stride = {k: int(speed / hz) for k, hz in LIVE_HZ.items()}
-        self.prev = (now, last_ns)
+    def start(self, t0_ns):
+        """The wall time (ns) of t = 0: the first point of the run's speed."""
+        self.seen.append((t0_ns * 1e-9, t0_ns))
+
+    def pace(self, last_ns, wall):
+        """A hand-over made at `wall` (s, the run's time.time()) reaching `last_ns`."""
+        seen = self.seen
+        seen.append((wall, last_ns))
+        while len(seen) > 2 and wall - seen[1][0] >= SPEED_S:
+            seen.popleft()
+        if wall > seen[0][0] and last_ns > seen[0][1]:
+            speed = (last_ns - seen[0][1]) / (wall - seen[0][0])   # ns of the run a wall s
+            self.stride = {k: int(speed / hz) for k, hz in self.hz.items()}
 
     def take(self, topic, ns):
         nxt = self.next_ns.get(topic)
@@ -59,11 +69,29 @@ class LiveRate:
         self.next_ns[topic] = ns + self.stride[topic]
         return True
 
+
+ZSTD_LEVEL = 1   # run.mcap's chunks: a third of level 3's time (the default), no larger
+
+
+class _Zstd:
+    """zstandard as mcap.writer calls it (`compress(data)`), at ZSTD_LEVEL."""
+
+    def __init__(self, level):
+        import zstandard
+        self.compressor = zstandard.ZstdCompressor(level=level)
+
+    def compress(self, data):
+        return self.compressor.compress(data)
+
+
 class McapSink:
     """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
 
     def __init__(self, path, schemas, metadata):
+        import mcap.writer
         from mcap.writer import CompressionType, Writer
+        if hasattr(mcap.writer, "zstandard"):   # (this process writes only run.mcap)
+            mcap.writer.zstandard = _Zstd(ZSTD_LEVEL)
         self.f = open(path, "wb")
         self.w = Writer(self.f, chunk_size=1 << 20, compression=CompressionType.ZSTD)
         self.w.start(profile="", library="linkteam")
@@ -125,7 +153,7 @@ def main(inp, out):
     sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
     server = rate = None
     if cfg.get("live"):
-        rate = LiveRate()
+        rate = LiveRate(float(meta["control_rate_hz"]))
         from host.telemetry.server import Server
         server = Server(SCHEMAS, cfg["live"]["host"], cfg["live"]["port"])
         server.start()
@@ -141,12 +169,14 @@ def main(inp, out):
             if msg.get("t0_ns") is not None and sink.metadata is not None:   # the first tick's wall time
                 enc.t0_ns = sink.metadata["t0_ns"] = int(msg["t0_ns"])
                 sink.write_metadata()
+                if rate is not None:
+                    rate.start(enc.t0_ns)
             msgs = enc.side(msg)
             if len(rows.get("t", ())):
                 msgs += enc.rows(rows)
             msgs.sort(key=lambda m: m[1])   # stable: a tick's topics keep their order
             if server is not None and msgs:
-                rate.pace(msgs[-1][1])
+                rate.pace(msgs[-1][1], msg["wall"])
             for topic, ns, payload in msgs:
                 sink.write(topic, ns, payload)
                 if server is not None and rate.take(topic, ns):
