@@ -105,11 +105,24 @@ def cost(repeats=5):
         "live_client_received": received, "loadavg_1min": os.getloadavg()[0]}}
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
+    """/proc/PID/status `field` (VmRSS, VmHWM: its peak) in MB, or None."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+
+
+def pss_mb(pid):
+    """Proportional set size (MB): a forked process's own pages, and its share of those
+    it still shares with its parent (VmRSS counts those whole in both)."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
                     return int(line.split()[1]) / 1024.0
     except OSError:
         return None
@@ -144,7 +157,10 @@ def memory(seconds=3600.0, every_s=10.0):
     def sample():
         while not stop.wait(every_s):
             kids = subprocess.run(["pgrep", "-P", str(me)], capture_output=True, text=True).stdout.split()
-            samples.append((time.monotonic(), rss_mb(me), max([rss_mb(int(k)) or 0 for k in kids] or [0])))
+            samples.append((time.monotonic(), rss_mb(me), max([pss_mb(int(k)) or 0 for k in kids] or [0])))
+
+    with open("/proc/self/clear_refs", "w") as f:   # VmHWM from here (proc(5): "5")
+        f.write("5")
 
     threading.Thread(target=stalled_client, args=(port, stop), daemon=True).start()
     sampler = threading.Thread(target=sample, daemon=True)
@@ -162,15 +178,16 @@ def memory(seconds=3600.0, every_s=10.0):
     print("telemetry memory: %.0f s simulated in-process (%.0f s wall), --live, one client that never reads"
           % (s["sim_seconds"], wall))
     at = [side[min(len(side) - 1, len(side) * k // 4)] for k in range(5)] if side else []
-    print("  telemetry process RSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
+    peak = rss_mb(me, "VmHWM")
+    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
           % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s) if side else "  no telemetry samples")
-    print("  host process RSS: first %.0f MB, last %.0f MB: the per-tick record it keeps for "
-          "timeseries.npz, %.2f kB a tick" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1)))
+    print("  host process RSS while it ran: first %.0f MB, last %.0f MB (%.3f kB a tick); peak with the "
+          "end (metrics, timeseries.npz) %.0f MB" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1), peak))
     print("  live: published %d, dropped %d; run.mcap messages %d; status %s"
           % (tel.get("live", {}).get("published", 0), tel.get("live", {}).get("dropped", 0),
              tel.get("mcap_messages", 0), s["status"]))
-    return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall,
-                                 "telemetry_rss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
+    return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall, "host_peak_rss_mb": peak,
+                                 "telemetry_pss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
                                  "mcap_messages": tel.get("mcap_messages")}}
 
 

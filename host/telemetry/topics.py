@@ -45,7 +45,7 @@ _vec3 = {"type": "object", "properties": {k: _num for k in "xyz"}}
 _node = {"type": "object", "properties": {
     "link": {"type": "integer"}, "state": {"type": "string"}, "braked": {"type": "boolean"},
     "faults": {"type": "array", "items": {"type": "string"}}, "member": {"type": "boolean"},
-    "reason": {"type": "string"}}}
+    "reason": {"type": "string"}, "since": {"type": "number"}}}
 
 
 def _obj(title, **props):
@@ -150,6 +150,7 @@ class Encoder:
         self.last = None          # per link (state code, fault bits, member)
         self._key = None          # the last row's codes, bits, membership
         self.reason = [""] * self.n
+        self.since = [0.0] * self.n   # t of each node's last change of state, faults or membership
         self.late_ticks = 0
         self.bus = {"host_good_frames": 0, "host_bad_frames": 0, "late_assertions": 0}
         self.next_bus = self.next_scene = self.next_nodes = self.next_path = 0.0
@@ -183,7 +184,8 @@ class Encoder:
         if code == SILENT and not member:   # no torque, out of the team: its driver brakes it
             faults = faults + ["silent"]
         return {"link": i + 1, "state": "braked" if braked and code == SILENT else state_name(code),
-                "braked": bool(braked), "faults": faults, "member": bool(member), "reason": self.reason[i]}
+                "braked": bool(braked), "faults": faults, "member": bool(member), "reason": self.reason[i],
+                "since": self.since[i]}
 
     def rows(self, a):
         """Messages of every row of `a` (the arrays of one chunk of the record). The per-tick
@@ -239,6 +241,8 @@ class Encoder:
             if r in changed_rows:
                 now = list(zip(codes[r].tolist(), bits[r].tolist(), member[r].tolist()))
                 changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
+                for i in changed:
+                    self.since[i] = t
                 self.nodes = [self.node(i, *now[i]) for i in range(n)]
                 if self.last is not None:
                     for i in changed:

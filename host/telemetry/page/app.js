@@ -83,7 +83,8 @@ function renderNodes() {
     tr.id = "node-" + nd.link;
     tr.dataset.state = nd.state;
     tr.className = nd.braked ? "braked" : (nd.member ? "" : "out");
-    for (const v of [nd.link, nd.state, nd.faults.join(", "), nd.reason]) {
+    for (const v of [nd.link, nd.state, nd.since === undefined ? "" : nd.since.toFixed(3), nd.faults.join(", "),
+                     nd.reason]) {
       const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
     }
     body.appendChild(tr);
