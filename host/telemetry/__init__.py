@@ -111,6 +111,8 @@ class Telemetry:
         self.port = None
         self.stats = {}
         self._pending = b""
+        from host.telemetry import sidecar
+        sidecar.preload(live)
         self.log = open(Path(run_dir) / LOG_NAME, "ab")
         sys.stdout.flush()   # (what the child would otherwise inherit unwritten)
         sys.stderr.flush()
@@ -127,8 +129,9 @@ class Telemetry:
         ready = self._read(START_S)
         if ready is None or "ready" not in ready:
             self.close()
-            raise RuntimeError("the telemetry process did not start (%s/%s): %s"
-                               % (run_dir, LOG_NAME, self.lost or "no answer"))
+            said = (Path(run_dir) / LOG_NAME).read_text(errors="replace")[-2000:]
+            raise RuntimeError("the telemetry process did not start (%s/%s): %s%s"
+                               % (run_dir, LOG_NAME, self.lost or "no answer", "; it said:\n" + said if said else ""))
         self.port = ready["ready"]
 
     def _send(self, msg, wait=False):

@@ -22,6 +22,12 @@ import time
 import types
 from collections import deque
 
+import mcap.writer
+import zstandard
+from mcap.writer import CompressionType, Writer
+
+from host.telemetry.topics import SCHEMAS, Encoder
+
 NICE = 19        # run.mcap only
 NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
 # messages a wall second per topic to a live viewer, at most: /joints at the control rate
@@ -77,7 +83,6 @@ class _Zstd:
     """zstandard as mcap.writer calls it (`compress(data)`), at ZSTD_LEVEL."""
 
     def __init__(self, level):
-        import zstandard
         self.compressor = zstandard.ZstdCompressor(level=level)
 
     def compress(self, data):
@@ -88,8 +93,6 @@ class McapSink:
     """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
 
     def __init__(self, path, schemas, metadata):
-        import mcap.writer
-        from mcap.writer import CompressionType, Writer
         if hasattr(mcap.writer, "zstandard"):   # (this process writes only run.mcap)
             mcap.writer.zstandard = _Zstd(ZSTD_LEVEL)
         self.f = open(path, "wb")
@@ -132,6 +135,16 @@ def obstacle_mover(obstacles):
     return lambda t: [p.sample(t).p.tolist() if p is not None else o["position"] for p, o in zip(paths, obstacles)]
 
 
+def preload(live):
+    """Import here, before the fork, what this process will need (a thread of the parent
+    importing a module at the moment of the fork would leave the child a half-made one)."""
+    if live:
+        import host.telemetry.server  # noqa: F401
+        import websockets.asyncio.server  # noqa: F401
+        import websockets.datastructures  # noqa: F401
+        import websockets.http11  # noqa: F401
+
+
 def main(inp, out):
     """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files)."""
     def say(**msg):
@@ -147,7 +160,6 @@ def main(inp, out):
     # run, and this one ends when its stdin does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from host.telemetry.topics import SCHEMAS, Encoder
     meta = cfg["meta"]
     enc = Encoder(meta, obstacle_mover(meta.get("obstacles", [])))
     sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
