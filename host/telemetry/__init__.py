@@ -31,7 +31,6 @@ HANDOVER_S = 0.25     # without: the telemetry process keeps up, and has little 
 START_S = 30.0        # bounded waits on the telemetry process
 CLOSE_HURRY_S = 10.0
 CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _plain(x):

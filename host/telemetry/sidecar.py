@@ -157,7 +157,7 @@ def main(inp, out):
     # live, a little more: a viewer should not fall far behind a real-time run
     os.nice(NICE_LIVE if cfg.get("live") else NICE)
     # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
-    # run, and this one ends when its stdin does, with run.mcap finished
+    # run, and this one ends when its input does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     meta = cfg["meta"]
