@@ -25,6 +25,7 @@ import sys, time
 from host.telemetry.client import Client
 from host.telemetry.topics import TOPICS
 port = int(sys.argv[1])
+print("ready", flush=True)   # imports done: the run starts now, and waits only for the connection
 end = time.monotonic() + 60
 while True:
     try:
@@ -70,6 +71,7 @@ def cost(repeats=5):
             client = subprocess.Popen([sys.executable, "-c", READER, str(port)], cwd=str(ROOT),
                                       stdout=subprocess.PIPE, text=True)
             try:
+                assert client.stdout.readline().strip() == "ready"
                 runs["live"].append(_run(sc, Path(tmp) / "live", live=("127.0.0.1", port), live_wait=30.0))
                 received.append(int(client.communicate(timeout=60)[0] or 0))
             finally:
@@ -78,6 +80,10 @@ def cost(repeats=5):
                     client.wait()
     med = {k: (statistics.median(s["realtime_factor"] for s, _ in v), statistics.median(w for _, w in v),
                statistics.median(s["cpu_seconds"] for s, _ in v)) for k, v in runs.items()}
+    tel_cpu = {k: statistics.median(s["telemetry"].get("process_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
+               for v in [runs[k]]}
+    enc_cpu = {k: statistics.median(s["telemetry"].get("encode_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
+               for v in [runs[k]]}
     live_s = runs["live"][-1][0]["telemetry"]["live"]
     print("telemetry cost: in-process reference run, %d repeats (medians; loadavg %.1f)"
           % (repeats, os.getloadavg()[0]))
@@ -85,22 +91,38 @@ def cost(repeats=5):
         print("  %-20s loop realtime_factor %6.1f (%+5.1f %% time), its CPU %.2f s (%+5.1f %%)   whole run %.2f s (%+5.1f %%)"
               % (label, med[k][0], 100 * (med["off"][0] / med[k][0] - 1), med[k][2],
                  100 * (med[k][2] / med["off"][2] - 1), med[k][1], 100 * (med[k][1] / med["off"][1] - 1)))
-    print("  live client received %s messages a run; the last run's server: published %d, dropped %d"
-          % (received, live_s["published"], live_s["dropped"]))
+    print("  telemetry process CPU (median): run.mcap %.2f s (encoding and writing %.2f s), --live %.2f s (%.2f s)"
+          % (tel_cpu["mcap"], enc_cpu["mcap"], tel_cpu["live"], enc_cpu["live"]))
+    print("  live client received %s messages a run; the last run's server: published %d, decimated %d, dropped %d"
+          % (received, live_s["published"], live_s.get("decimated", 0), live_s["dropped"]))
     return {"telemetry_cost": {
         "realtime_factor": {k: [s["realtime_factor"] for s, _ in v] for k, v in runs.items()},
         "wall_s": {k: [w for _, w in v] for k, v in runs.items()},
         "loop_time_increase_pct": {k: round(100 * (med["off"][0] / med[k][0] - 1), 1) for k in ("mcap", "live")},
         "loop_cpu_increase_pct": {k: round(100 * (med[k][2] / med["off"][2] - 1), 1) for k in ("mcap", "live")},
         "wall_increase_pct": {k: round(100 * (med[k][1] / med["off"][1] - 1), 1) for k in ("mcap", "live")},
+        "telemetry_process_cpu_s": tel_cpu, "telemetry_encode_cpu_s": enc_cpu,
         "live_client_received": received, "loadavg_1min": os.getloadavg()[0]}}
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
+    """/proc/PID/status `field` (VmRSS, VmHWM: its peak) in MB, or None."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+
+
+def pss_mb(pid):
+    """Proportional set size (MB): a forked process's own pages, and its share of those
+    it still shares with its parent (VmRSS counts those whole in both)."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
                     return int(line.split()[1]) / 1024.0
     except OSError:
         return None
@@ -135,7 +157,10 @@ def memory(seconds=3600.0, every_s=10.0):
     def sample():
         while not stop.wait(every_s):
             kids = subprocess.run(["pgrep", "-P", str(me)], capture_output=True, text=True).stdout.split()
-            samples.append((time.monotonic(), rss_mb(me), max([rss_mb(int(k)) or 0 for k in kids] or [0])))
+            samples.append((time.monotonic(), rss_mb(me), max([pss_mb(int(k)) or 0 for k in kids] or [0])))
+
+    with open("/proc/self/clear_refs", "w") as f:   # VmHWM from here (proc(5): "5")
+        f.write("5")
 
     threading.Thread(target=stalled_client, args=(port, stop), daemon=True).start()
     sampler = threading.Thread(target=sample, daemon=True)
@@ -153,15 +178,16 @@ def memory(seconds=3600.0, every_s=10.0):
     print("telemetry memory: %.0f s simulated in-process (%.0f s wall), --live, one client that never reads"
           % (s["sim_seconds"], wall))
     at = [side[min(len(side) - 1, len(side) * k // 4)] for k in range(5)] if side else []
-    print("  telemetry process RSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
+    peak = rss_mb(me, "VmHWM")
+    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
           % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s) if side else "  no telemetry samples")
-    print("  host process RSS: first %.0f MB, last %.0f MB: the per-tick record it keeps for "
-          "timeseries.npz, %.2f kB a tick" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1)))
+    print("  host process RSS while it ran: first %.0f MB, last %.0f MB (%.3f kB a tick); peak with the "
+          "end (metrics, timeseries.npz) %.0f MB" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1), peak))
     print("  live: published %d, dropped %d; run.mcap messages %d; status %s"
           % (tel.get("live", {}).get("published", 0), tel.get("live", {}).get("dropped", 0),
              tel.get("mcap_messages", 0), s["status"]))
-    return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall,
-                                 "telemetry_rss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
+    return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall, "host_peak_rss_mb": peak,
+                                 "telemetry_pss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
                                  "mcap_messages": tel.get("mcap_messages")}}
 
 

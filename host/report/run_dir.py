@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +59,10 @@ class Recorder:
         self.n = n
         self.blocks = {}     # key -> [float64 array (BLOCK,) + the key's shape, ...]
         self.on_chunk = None
-        # with `reload` set (reload(n) -> the first n rows, as flushed to on_chunk), the
-        # blocks whose rows have all been handed to on_chunk are let go: a run's memory
-        # stays flat however long it goes; arrays() reads them back at the end
+        # with `reload` set (reload(n, key) -> the first n rows of key, as flushed to
+        # on_chunk, in parts), the blocks whose rows have all been handed to on_chunk are
+        # let go: a run's memory stays flat however long it goes; arrays() reads them back
+        # at the end, a key at a time (Series)
         self.reload = None
         self.chunk_s = chunk_s
         self._rows = 0       # rows recorded
@@ -109,10 +111,17 @@ class Recorder:
         return self._rows
 
     def arrays(self):
+        """key -> every row: a dict, or where rows have been let go a Series (the same
+        arrays, each read back when asked for)."""
         if not self._base:
             return {k: self._stack(k, 0, self._rows) for k in self.blocks}
-        old = self.reload(self._base)
-        return {k: np.concatenate([old[k][:self._base], self._stack(k, self._base, self._rows)]) for k in self.blocks}
+        return Series(self)
+
+    def parts(self, key):
+        """Every row of `key`, in consecutive arrays (those let go read back one by one)."""
+        if self._base:
+            yield from self.reload(self._base, key)
+        yield self._stack(key, self._base, self._rows)
 
     def flush(self):
         """Hand the rows since the previous flush to on_chunk (if any)."""
@@ -128,6 +137,60 @@ class Recorder:
                         del blks[:drop]
                     self._base += drop * self.BLOCK
         self._last = time.monotonic()
+
+
+class Series(Mapping):
+    """A long run's time series at its end (Recorder.arrays): key -> every row, read back
+    from the chunk files when asked for, the last CACHE keys kept. The end of a run (its
+    metrics, timeseries.npz written key by key and part by part, the plots) holds a few
+    columns, not the whole record."""
+
+    CACHE = 2
+
+    def __init__(self, rec):
+        self.rec = rec
+        self._cache = {}
+
+    def __getitem__(self, key):
+        if key not in self.rec.blocks:
+            raise KeyError(key)
+        a = self._cache.pop(key, None)
+        if a is None:
+            a = np.concatenate(list(self.rec.parts(key)))
+        self._cache[key] = a   # (dicts keep insertion order: the first is the oldest)
+        while len(self._cache) > self.CACHE:
+            del self._cache[next(iter(self._cache))]
+        return a
+
+    def __iter__(self):
+        return iter(self.rec.blocks)
+
+    def __len__(self):
+        return len(self.rec.blocks)
+
+    def column(self, key):
+        """(dtype, shape, parts) of `key` without holding it whole (save_npz)."""
+        blk = self.rec.blocks[key][0]
+        return blk.dtype, (len(self.rec),) + blk.shape[1:], self.rec.parts(key)
+
+
+def save_npz(path, arrays, extra=None):
+    """np.savez_compressed of `arrays` (a dict or a Series) and `extra` (a dict), a Series's
+    keys written part by part: the same file, without the whole record in memory."""
+    import zipfile
+    fmt = np.lib.format
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+        for key, src in [(k, arrays) for k in arrays] + [(k, extra) for k in extra or {}]:
+            if isinstance(src, Series):
+                dtype, shape, parts = src.column(key)
+            else:
+                a = np.asanyarray(src[key])
+                dtype, shape, parts = a.dtype, a.shape, [a]
+            with zf.open(key + ".npy", "w", force_zip64=True) as f:
+                fmt.write_array_header_1_0(f, {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False,
+                                               "shape": shape})
+                for part in parts:
+                    f.write(np.ascontiguousarray(part, dtype=dtype).tobytes())
 
 
 def _write_atomic(path, text):
@@ -199,28 +262,32 @@ class RunDir:
         loop.rec.reload = self.reload
         if not self.record:
             return
-        from host.telemetry import LIVE_CHUNK_S, Telemetry
+        from host.telemetry import HANDOVER_S, LIVE_CHUNK_S, Telemetry
         meta = {"n": loop.sc.n, "t0_ns": time.time_ns(), "scenario": loop.sc.name, "path": str(loop.sc.path),
                 "mode": loop.mode, "control_rate_hz": loop.sc.control_rate_hz, "obstacles": loop.sc.obstacles}
         self.telemetry = Telemetry(self.path, meta, self.live)
-        if self.live:
-            loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S)
+        loop.rec.chunk_s = min(loop.rec.chunk_s, LIVE_CHUNK_S if self.live else HANDOVER_S)
 
-    def reload(self, n):
-        """The first n rows of the time series, from the chunk files (the rows held back
-        for one, with --live, written first)."""
+    def reload(self, n, key):
+        """The first n rows of `key`, from the chunk files one by one (the rows held back
+        for one written first)."""
         self._write_chunk()
-        data = join_chunks(self.path)
-        return {k: v[:n] for k, v in data.items()}
+        for p in sorted((self.path / CHUNK_DIR).glob("*.npz")):
+            if n <= 0:
+                return
+            with np.load(p, allow_pickle=False) as z:
+                a = z[key]
+            yield a[:n]
+            n -= len(a)
 
     def chunk(self, rows):
         """The rows since the previous call (Recorder.flush): to the telemetry at once; into
-        a time-series chunk file at most every CHUNK_S of wall time (with --live the
+        a time-series chunk file at most every CHUNK_S of wall time (with telemetry the
         recorder hands rows over more often than that)."""
         if self.telemetry is not None:
             self._to_telemetry(rows)
         self._held.append(rows)
-        if self.live is None or time.monotonic() - self._chunk_at >= CHUNK_S:
+        if self.telemetry is None or time.monotonic() - self._chunk_at >= CHUNK_S:
             self._write_chunk()
 
     def _write_chunk(self):
@@ -284,7 +351,7 @@ class RunDir:
         if self.telemetry is not None:
             summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
         if arrays:
-            np.savez_compressed(self.path / "timeseries.npz", **arrays, **(meta or {}))
+            save_npz(self.path / "timeseries.npz", arrays, meta)
         shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
         _write_atomic(self.path / "summary.json", json.dumps(summary, indent=2, sort_keys=False) + "\n")
         for line in log_lines:

@@ -5,15 +5,19 @@ built-in live page (docs: README "Watch a run live").
 `Telemetry` is the run's handle on its telemetry process (sidecar.py): host/report/run_dir.RunDir
 hands it the record's rows as the recorder flushes them (a file and one short line on a
 pipe that never blocks); the control loop itself does no encoding for it and never
-waits for it."""
+waits for it. The process is forked from the run's own (no interpreter start-up and no
+imports: numpy, orjson and mcap are there already) and runs at a low priority."""
+import gc
 import json
 import os
 import pickle
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +27,10 @@ LOG_NAME = "telemetry.log"
 ROWS_DIR = "telemetry"   # rows on their way to the telemetry process (gone when the run ends)
 DEFAULT_PORT = 8765
 LIVE_CHUNK_S = 0.1    # with a live viewer, the record is handed over this often (wall s)
+HANDOVER_S = 0.25     # without: the telemetry process keeps up, and has little left at the end
 START_S = 30.0        # bounded waits on the telemetry process
 CLOSE_HURRY_S = 10.0
 CLOSE_STALL_S = 60.0  # the end of a run waits for run.mcap while it grows, and this long once it stops
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _plain(x):
@@ -35,6 +39,66 @@ def _plain(x):
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     raise TypeError(type(x))
+
+
+class _Forked:
+    """The forked telemetry process, as far as Telemetry uses a subprocess.Popen: stdin
+    (its pipe in), stdout (its pipe out), poll, wait, kill."""
+
+    def __init__(self, log_fd):
+        r_in, w_in = os.pipe()
+        r_out, w_out = os.pipe()
+        self.returncode = None
+        self.cpu_s = None   # its user + system CPU time, once it has ended
+        self.pid = os.fork()
+        if self.pid == 0:   # the child: never returns into the run's code
+            code = 1
+            try:
+                # every inherited descriptor but its pipes and log closed (a pipe end held
+                # here would keep someone else's reader waiting); the parent's objects
+                # frozen, so that no finaliser of theirs runs (and closes a reused number)
+                gc.freeze()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd, to in ((null, 0), (null, 1), (log_fd, 2)):
+                    os.dup2(fd, to)
+                keep = {0, 1, 2, r_in, w_out}
+                for fd in [int(x) for x in os.listdir("/proc/self/fd")]:
+                    if fd not in keep:
+                        try:
+                            os.close(fd)
+                        except OSError:
+                            pass
+                from host.telemetry import sidecar
+                sidecar.main(os.fdopen(r_in, "r"), os.fdopen(w_out, "w"))
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(r_in)
+        os.close(w_out)
+        self.stdin = os.fdopen(w_in, "wb")
+        self.stdout = os.fdopen(r_out, "r")
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = usage.ru_utime + usage.ru_stime
+        return self.returncode
+
+    def wait(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired("telemetry", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def kill(self):
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
 
 
 class Telemetry:
@@ -46,10 +110,12 @@ class Telemetry:
         self.port = None
         self.stats = {}
         self._pending = b""
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + sys.path[1:]))
+        from host.telemetry import sidecar
+        sidecar.preload(live)
         self.log = open(Path(run_dir) / LOG_NAME, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "host.telemetry.sidecar"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(REPO))
+        sys.stdout.flush()   # (what the child would otherwise inherit unwritten)
+        sys.stderr.flush()
+        self.proc = _Forked(self.log.fileno())
         self.mcap = Path(run_dir) / MCAP_NAME
         self.dir = Path(run_dir) / ROWS_DIR
         self.dir.mkdir(exist_ok=True)
@@ -62,8 +128,9 @@ class Telemetry:
         ready = self._read(START_S)
         if ready is None or "ready" not in ready:
             self.close()
-            raise RuntimeError("the telemetry process did not start (%s/%s): %s"
-                               % (run_dir, LOG_NAME, self.lost or "no answer"))
+            said = (Path(run_dir) / LOG_NAME).read_text(errors="replace")[-2000:]
+            raise RuntimeError("the telemetry process did not start (%s/%s): %s%s"
+                               % (run_dir, LOG_NAME, self.lost or "no answer", "; it said:\n" + said if said else ""))
         self.port = ready["ready"]
 
     def _send(self, msg, wait=False):
@@ -106,7 +173,7 @@ class Telemetry:
         with open(path, "wb") as f:
             pickle.dump(rows, f, protocol=5)
         self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {},
-                    "t0_ns": t0_ns})
+                    "t0_ns": t0_ns, "wall": time.time()})
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
@@ -156,6 +223,8 @@ class Telemetry:
         self.proc.stdout.close()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.proc.cpu_s is not None:
+            self.stats["process_cpu_s"] = round(self.proc.cpu_s, 3)
         if self.lost:
             self.stats["error"] = self.lost
         return self.stats

@@ -83,7 +83,8 @@ function renderNodes() {
     tr.id = "node-" + nd.link;
     tr.dataset.state = nd.state;
     tr.className = nd.braked ? "braked" : (nd.member ? "" : "out");
-    for (const v of [nd.link, nd.state, nd.faults.join(", "), nd.reason]) {
+    for (const v of [nd.link, nd.state, nd.since === undefined ? "" : nd.since.toFixed(3), nd.faults.join(", "),
+                     nd.reason]) {
       const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
     }
     body.appendChild(tr);
@@ -110,8 +111,10 @@ function onScene(m) {
   const arm = m.entities.find((e) => e.id === "arm");
   const obs = m.entities.find((e) => e.id === "obstacles");
   const path = m.entities.find((e) => e.id === "path");
+  // the path trail comes about once a second (a scene entity stays until replaced)
   state.arm = { pts: arm.lines[0].points, bad: arm.spheres.map((s) => s.color.r > 0.5 && s.color.b < 0.5),
-                obs: obs ? obs.spheres : [], path: path ? path.lines[0].points : [] };
+                obs: obs ? obs.spheres : [],
+                path: path ? path.lines[0].points : (state.arm ? state.arm.path : []) };
 }
 
 function drawArm() {   // top (x-y) and side (x-z) views
