@@ -18,6 +18,17 @@
 # an idle-line DMA receiver does, so what a poll round costs does not depend on how the
 # bytes happened to trickle in.
 #
+# Counting (host/runners/boards.py runs QEMU with -icount shift=7): one instruction is
+# 128 ns of the board's clock and TIMER0 (the CMSDK APB timer, 25 MHz PCLK) ticks every
+# 40 ns, so a stretch of n instructions spans 3.2 n +- 1 ticks and n = round(ticks / 3.2)
+# exactly. A SysTick interrupt taken inside a stretch adds its handler's SYSTICK_INSNS
+# (ports/qemu mcu/arm/ticks.c: _ticks_ms += 1), taken off by the port's millisecond count
+# read in the same breath as the timer. Only the node's work is counted: every wait
+# (WFI, and the draining of UARTs that comes with it) lies outside the stretches, and the
+# board's microsecond clock (the HAL's ticks_us: the agent's cycle and finish times)
+# is its counted work at 1 ns an instruction, so what a node sends does not depend on
+# how long it waited either: two runs of a scenario count the same, tick for tick.
+#
 # A neighbour that loses power holds its TX line low: a break on this node's RX, which
 # STM32 (LBD) and RP2040 (PL011 BE) UARTs flag. The CMSDK UART has no break detection and
 # QEMU does not tell a UART its socket's far end closed, so the emulation reports it on
@@ -44,6 +55,9 @@ I_KIN = const(2)
 I_ACTED = const(3)
 # ---- end of layout ----
 
+TIMER0 = 0x40000000   # CTRL, VALUE (counting down), RELOAD
+TIMER0_VALUE = 0x40000004
+SYSTICK_INSNS = const(5)
 BASES = (0x40004000, 0x40005000, 0x40006000, 0x40007000, 0x40009000)   # UART0..4
 RX_IRQS = (0, 2, 4, 18, 20)   # their receive interrupts (QEMU hw/arm/mps2.c)
 _CTRL = const(8)
@@ -56,11 +70,21 @@ NVIC_ICPR = 0xE000E280
 
 @micropython.viper
 def _drain(base: uint, buf: ptr8, st: ptr32) -> int:
-    """Clear the receive interrupt, then move what the UART holds into buf[st[0]:st[2]];
-    st[1]: the end of the last whole frame (after its 0x00). -> bytes moved."""
+    """Clear the receive interrupt, then move what the UART holds into buf[st[0]:st[2]],
+    after moving what is unread (from st[3]) to the front; st[1]: the end of the last
+    whole frame (after its 0x00). -> bytes moved."""
+    r = st[3]
+    n = st[0]
+    if r:
+        j = r
+        while j < n:
+            buf[j - r] = buf[j]
+            j += 1
+        n -= r
+        st[1] = st[1] - r
+        st[3] = 0
     reg = ptr32(base)
     reg[3] = 2    # INTCLEAR.RX: the next byte raises the interrupt (wakes WFI) again
-    n = st[0]
     cap = st[2]
     k = 0
     while n < cap:
@@ -78,22 +102,20 @@ def _drain(base: uint, buf: ptr8, st: ptr32) -> int:
 
 @micropython.viper
 def _take(src: ptr8, st: ptr32, dst: ptr8, cap: int) -> int:
-    """Move the whole frames of src (st[1] bytes, at most cap) to dst; what follows them
-    moves to the front of src. -> bytes moved."""
-    k = st[1]
+    """Copy the whole frames of src unread (st[3] to st[1], at most cap bytes) to dst;
+    they are read. What follows them stays where it is (_drain moves it, outside the
+    node's counted work). -> bytes copied."""
+    r = st[3]
+    k = st[1] - r
     if k > cap:
         k = cap
+    if k <= 0:
+        return 0
     i = 0
     while i < k:
-        dst[i] = src[i]
+        dst[i] = src[r + i]
         i += 1
-    n = st[0]
-    j = k
-    while j < n:
-        src[j - k] = src[j]
-        j += 1
-    st[0] = n - k
-    st[1] = st[1] - k
+    st[3] = r + k
     return k
 
 
@@ -130,6 +152,51 @@ def _wfi(r0, r1, r2, r3):
     cpsie(i)
 
 
+@micropython.asm_thumb
+def _stamp(r0, r1, r2):
+    """r0[0] = the timer's count (r1: its VALUE register), r0[1] = the port's SysTick
+    count (r2: its address), read with interrupts held off (PRIMASK)."""
+    cpsid(i)
+    ldr(r3, [r1, 0])
+    str(r3, [r0, 0])
+    ldr(r3, [r2, 0])
+    str(r3, [r0, 4])
+    cpsie(i)
+
+
+@micropython.asm_thumb
+def _mark(r0, r1, r2):
+    """_stamp into r0[2:4]: a stretch starts."""
+    cpsid(i)
+    ldr(r3, [r1, 0])
+    str(r3, [r0, 8])
+    ldr(r3, [r2, 0])
+    str(r3, [r0, 12])
+    cpsie(i)
+
+
+# the counter block (array "I"): [0:2] a stamp, [2:4] the mark (a stretch's start), [4]
+# instructions of this poll round, [5] microseconds counted (mod 2^30: a ticks value),
+# [6] instructions beyond them (< 1000), [7] 1 while a stretch runs
+_C_ROUND = const(4)
+_C_US = const(5)
+_C_FRAC = const(6)
+_C_ON = const(7)
+
+
+@micropython.viper
+def _count(c: ptr32, move: int) -> int:
+    """Instructions from the mark to the stamp, the SysTick handlers' taken off; `move`:
+    added to the round's, the mark moved to the stamp."""
+    d = uint(c[2]) - uint(c[0])   # the timer counts down
+    n = int((d * 5 + 8) >> 4) - SYSTICK_INSNS * (c[1] - c[3])
+    if move:
+        c[_C_ROUND] += n
+        c[2] = c[0]
+        c[3] = c[1]
+    return n
+
+
 class Uart:
     """One CMSDK UART as a byte port (node.ChainNode's): write(buf[, n]) -> n,
     readinto(buf) -> n whole-frame bytes or None; pump() moves received bytes into the
@@ -141,17 +208,24 @@ class Uart:
         mem32[self.base + _BAUDDIV] = 16   # the smallest divider the UART accepts
         mem32[self.base + _CTRL] = _CTRL_ON
         self._buf = bytearray(rxbuf)
-        self._st = array("I", (0, 0, rxbuf))   # bytes held, end of the last whole frame, room
+        self._st = array("I", (0, 0, rxbuf, 0))   # bytes held, end of the last whole frame, room, read to
         self.hup = False   # a UART never hangs up: a dead neighbour is silence
+        self.free = True   # readinto may hand over a frame (Mps2Board.wait: one per round)
 
     def pump(self):
         return _drain(self.base, self._buf, self._st)
 
     def any(self):
-        return self._st[1]
+        st = self._st
+        return st[1] - st[3]
 
     def readinto(self, buf):
-        n = _take(self._buf, self._st, buf, len(buf))
+        """The first whole frame (and its 0x00) into buf, if the port is free to."""
+        if not self.free:
+            return None
+        self.free = False
+        st = self._st
+        n = _take(self._buf, st, buf, find0(self._buf, st[3], st[1]) + 1 - st[3])
         return n or None
 
     def write(self, buf, n=None):
@@ -175,9 +249,13 @@ class UartJoint(SimHAL):
         self._dec = m.Decoder()
 
     def read(self):
+        """The whole frames the joint's UART holds (pumped where the board waits), in a
+        counted round only: the state is taken where the node samples it (its SYNC's
+        round), whenever the bytes came, not by an idle read before it."""
+        if not self.board._c[_C_ON]:
+            return True
         p = self.port
-        p.pump()
-        n = p.readinto(self._rx)
+        n = _take(p._buf, p._st, self._rx, len(self._rx))
         if n:
             rx, frame = self._rx, self._frame
             i = 0
@@ -193,43 +271,37 @@ class UartJoint(SimHAL):
         return True
 
     def wait_state(self, tick, ms=5000):
-        """Lockstep: sleep until the joint state of `tick` is in (or ms pass). A round
-        that ends without it counts as sleep (board.slept), as the bytes it drained are
-        the receive interrupt's: the work is the read() that finds the state."""
+        """Lockstep: sleep until the joint state of `tick` is in (or ms pass). The wait
+        is not counted, whether it sleeps or not (the same instructions either way): the
+        work is the read() that takes the state (a state of an earlier tick, left by a
+        run's start, first)."""
         b = self.board
-        t0 = time.ticks_ms()
-        while True:
-            t = now_us()
-            s = b.slept
+        p = self.port
+        for _ in range(2):
+            b.pause()
+            t0 = time.ticks_ms()
+            while True:
+                b.pump()
+                if p.any() or time.ticks_diff(time.ticks_ms(), t0) >= ms:
+                    break
+                b.sleep()
+            b.resume()
             self.read()
             if self.state_tick >= tick:
                 return True
-            if time.ticks_diff(time.ticks_ms(), t0) >= ms:
-                return False
-            b.sleep()
-            b.slept = time.ticks_add(s, time.ticks_diff(now_us(), t))
+        return False
 
     def report(self, buf, n):
         k = framing.cobs_encode_at(buf, n, self._tx, 0)
         self.port.write(self._tx, k)
 
 
-def now_us():
-    """time.ticks_us() without its slips: the QEMU port reads its millisecond count and
-    SysTick's down-counter one after the other, so a SysTick reload between the two makes
-    a reading 1 ms low. Of two readings in a row at most one slips (a reload each 1 ms);
-    the later in ticks order is right."""
-    a = time.ticks_us()
-    b = time.ticks_us()
-    return b if time.ticks_diff(b, a) >= 0 else a
-
-
 class TimedChainNode(node_mod.ChainNode):
-    """A ChainNode whose poll rounds are timed (us of the board's clock less what it
-    slept: instructions / 1000 under QEMU -icount shift=0) and put down to the phase
-    they did, as benchmarks/mp_node_cycle.py names them: sync (the tick's SYNC in,
-    joint sampled), k_hop (K_{i-1} in, K_i out), goal_hop (GOAL in, TORQUE out),
-    forward (anything else: frames passing by)."""
+    """A ChainNode whose poll rounds (one frame each: Mps2Board.wait) are counted in
+    instructions (the top of this file) and put down to the phase they did, as
+    benchmarks/mp_node_cycle.py names them: sync (the tick's SYNC in, joint sampled),
+    k_hop (K_{i-1} in, K_i out), goal_hop (GOAL in, TORQUE out), forward (anything
+    else: frames passing by)."""
 
     def __init__(self, board, *args, **kw):
         node_mod.ChainNode.__init__(self, *args, **kw)
@@ -240,11 +312,11 @@ class TimedChainNode(node_mod.ChainNode):
         b = self.board
         I = self._I
         tick, kin, acted = I[I_TICK], I[I_KIN], I[I_ACTED]
-        s0 = b.slept
-        t0 = now_us()
+        b.begin()
         k = node_mod.ChainNode.poll(self)
+        n = b.end()
         if k:
-            b.phase(tick, kin, acted, time.ticks_diff(now_us(), t0) - time.ticks_diff(b.slept, s0))
+            b.phase(tick, kin, acted, n)
         return k
 
 
@@ -260,9 +332,16 @@ class Mps2Board(McuBoard):
     """The firmware/boards contract on the MPS2's UARTs (see the top of this file)."""
 
     def __init__(self, name, cfg):
-        self.slept = 0      # us spent in WFI, so far (a ticks_us value: wraps, never a long int)
         self.trace = bool(cfg.get("trace", True))
+        self._c = array("I", (0, 0, 0, 0, 0, 0, 0, 0))
+        # the port's millisecond count (its address in the firmware: host/runners/boards.py);
+        # without it a cell that stays 0, and the SysTick handlers count as work
+        self._ms_at = int(cfg.get("systick_count_at", 0)) or _addr(self._c) + 4 * _C_ON
+        mem32[TIMER0 + 8] = 0xFFFFFFFF   # RELOAD
+        mem32[TIMER0 + 4] = 0xFFFFFFFF   # VALUE
+        mem32[TIMER0] = 1                # CTRL: enabled, no interrupt
         McuBoard.__init__(self, name, self._make, cfg)
+        self.hal.ticks_us = self.work_us
 
     def _make(self, cfg):
         bus = cfg.get("bus", {})
@@ -307,31 +386,75 @@ class Mps2Board(McuBoard):
             cur[1 + _FWD] += us
             cur[1 + _NFWD] += 1
 
+    def begin(self):
+        """A poll round starts: its count from 0, a stretch from here."""
+        c = self._c
+        c[_C_ROUND] = 0
+        c[_C_ON] = 1
+        _mark(c, TIMER0_VALUE, self._ms_at)
+
+    def pause(self):
+        """The stretch ends here (a wait begins)."""
+        c = self._c
+        _stamp(c, TIMER0_VALUE, self._ms_at)
+        f = c[_C_FRAC] + _count(c, 1)
+        c[_C_US] = (c[_C_US] + f // 1000) & 0x3FFFFFFF
+        c[_C_FRAC] = f % 1000
+        c[_C_ON] = 0
+
+    def resume(self):
+        c = self._c
+        c[_C_ON] = 1
+        _mark(c, TIMER0_VALUE, self._ms_at)
+
+    def end(self):
+        """The poll round ends: -> its instructions."""
+        self.pause()
+        return self._c[_C_ROUND]
+
+    def work_us(self):
+        """The board's clock: its counted work, 1 ns an instruction (a ticks_us value)."""
+        c = self._c
+        if not c[_C_ON]:
+            return c[_C_US]
+        _stamp(c, TIMER0_VALUE, self._ms_at)
+        return (c[_C_US] + (c[_C_FRAC] + _count(c, 0)) // 1000) & 0x3FFFFFFF
+
     def sleep(self):
-        t = now_us()
         _wfi(self._mask, NVIC_ISER, NVIC_ICER, NVIC_ICPR)
-        self.slept = time.ticks_add(self.slept, time.ticks_diff(now_us(), t))
+
+    def pump(self):
+        """Every UART's bytes into its ring, its receive interrupt cleared: a byte left in
+        one would end every WFI at once, and QEMU hands a UART its next byte only when the
+        core sleeps."""
+        for u in self.uarts:
+            u.pump()
+            u.free = False
 
     def wait(self, ms):
-        """Sleep (WFI) until a bus port holds a whole frame (True) or ms pass (False)."""
+        """Sleep (WFI) until a bus port holds a whole frame (True) or ms pass (False);
+        one port (up first) is then free to hand over its first frame, so that a poll
+        round takes one frame however the bytes came in."""
         t0 = time.ticks_ms()
         while True:
-            got = False
             c = _console(BASES[0])
             if c == 0x31 or c == 0x32:   # "1", "2": a break on UART1 (up) or UART2 (down)
                 p = self.ports["up" if c == 0x31 else "down"]
                 if p is not None:
                     p.hup = True
-            for u in self.uarts:
-                u.pump()
+            self.pump()
             for u in self.bus_ports:
                 if u.any():
-                    got = True
-            if got:
-                return True
+                    u.free = True
+                    return True
             if time.ticks_diff(time.ticks_ms(), t0) >= ms:
                 return False
             self.sleep()
+
+
+@micropython.viper
+def _addr(buf: ptr32) -> int:
+    return int(buf)
 
 
 def make_board(name, cfg):

@@ -6,10 +6,10 @@ One QEMU machine per link runs `firmware.main.run` on the board "mps2-uart"
 handed to QEMU as socket chardevs, wire i joining node i, the host for i = 0, to node
 i + 1; a ring's wire N joins the tip back to the host), UART3 its joint (JOINT_STATE in,
 TORQUE out) to the host's plant, UART0 its console (the REPL the host boots it from, and
-its phase trace). QEMU runs with `-icount shift=0`: one instruction is 1 ns of the
-board's clock, so the instructions of each poll round a node reports (PH lines) repeat
-from run to run. The run is lockstep (processes.run with every torque awaited): the host
-waits for each tick's frames however slowly the emulated boards go."""
+its phase trace). QEMU runs with `-icount shift=7`: the instructions of each poll round
+a node reports (PH lines) are counted exactly, its waits left out (firmware/hal/cmsdk_uart.py),
+and repeat from run to run. The run is lockstep (processes.run with every torque awaited):
+the host waits for each tick's frames however slowly the emulated boards go."""
 import json
 import os
 import select
@@ -40,12 +40,24 @@ BOOT = ("import json, machine, mcu_mpy_files, mp_node_cycle",
         "main.run(json.loads(%r)); machine.reset()")   # the agent is done: QEMU exits
 
 
+# 128 ns of the board's clock an instruction: its 40 ns timer then tells the instructions
+# of any stretch exactly (firmware/hal/cmsdk_uart.py); sleep=on: a board in WFI waits for
+# its UARTs in real time, burning nothing
+ICOUNT = "shift=7,sleep=on"
+
+
+def firmware(build):
+    """Build (incrementally) the boards' firmware of build `build`: host/tools/mcu.py's, without
+    the VM's map lookup cache, so that a phase counts the same whatever ran before it."""
+    return mcu.build(build, lookup_cache=False)
+
+
 def qemu_argv(build, elf, serials):
-    """QEMU for build `build` (host/tools/mcu.py BUILDS), -icount shift=0, its UARTs on
+    """QEMU for build `build` (host/tools/mcu.py BUILDS), -icount ICOUNT, its UARTs on
     `serials` (each "stdio", "null" or a socket fd to hand over as a chardev)."""
     _, machine, _ = mcu.BUILDS[build]
     argv = ["qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "null",
-            "-semihosting", "-icount", "shift=0,sleep=on", "-kernel", elf]
+            "-semihosting", "-icount", ICOUNT, "-kernel", elf]
     for k, s in enumerate(serials):
         if isinstance(s, int):
             argv += ["-chardev", "socket,id=u%d,fd=%d" % (k, s), "-serial", "chardev:u%d" % k]
@@ -104,6 +116,7 @@ class BoardCluster(processes.Cluster):
         kw.setdefault("ready_timeout", 300.0)   # boards boot and import the firmware in turn
         super().__init__(sc, **kw)
         self.build, self.elf = build, elf
+        self.systick_at = systick_count_at(elf)
         self.phases = {}   # link -> [(tick, sync, k_hop, goal_hop, forward, n_forward)]
         self.broken = set()   # links whose boards were killed, their neighbours told
 
@@ -129,7 +142,7 @@ class BoardCluster(processes.Cluster):
         for i in range(n):
             cfg = self._node_config(self.groups[i])
             has_down = i + 1 < len(downs)
-            cfg.update(board="mps2-uart", joint_uart=3, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
+            cfg.update(board="mps2-uart", joint_uart=3, systick_count_at=self.systick_at, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
                        bus={"up": 1, "down": 2 if has_down else None, "ring": ring, "overhear": overhear})
             (self.dir / ("link%02d.json" % (i + 1))).write_text(json.dumps(cfg))
             joint = joints[i][1].detach()
@@ -203,6 +216,17 @@ class BoardCluster(processes.Cluster):
         super().close()
 
 
+def systick_count_at(elf):
+    """The address of the QEMU port's millisecond count (_ticks_ms, ports/qemu
+    mcu/arm/ticks.c) in `elf`: the board takes the SysTick handlers off its counts."""
+    out = subprocess.run(["arm-none-eabi-nm", elf], capture_output=True, text=True, check=True).stdout
+    for ln in out.splitlines():
+        f = ln.split()
+        if len(f) == 3 and f[2] == "_ticks_ms":
+            return int(f[0], 16)
+    raise mcu.McuError("%s has no _ticks_ms (not the QEMU port's firmware?)" % elf)
+
+
 def parse_phases(text):
     """The PH lines of a board's console -> [(tick, sync, k_hop, goal_hop, forward, n_forward)]."""
     out = []
@@ -226,16 +250,16 @@ def phase_summary(phases, build):
             continue
         d = {"ticks": len(rows)}
         for k, name in enumerate(PHASES):
-            vals = [r[1 + k] * 1000 for r in rows]
+            vals = [r[1 + k] for r in rows]
             if name == "forward":   # per frame passed on
-                vals = [r[4] * 1000 // r[5] for r in rows if r[5]]
+                vals = [r[4] // r[5] for r in rows if r[5]]
             if not vals:
                 continue
             every[name] += vals
             d[name] = {"median": int(statistics.median(vals)), "max": max(vals)}
         per_link[str(link)] = d
     chain = {name: {"median": int(statistics.median(v)), "max": max(v)} for name, v in every.items() if v}
-    return {"build": build, "unit": "instructions (QEMU -icount shift=0)", "links": per_link, "all": chain}
+    return {"build": build, "unit": "instructions (QEMU -icount %s, counted exactly)" % ICOUNT, "links": per_link, "all": chain}
 
 
 def compute_us(summary, board, stat="median"):
@@ -295,7 +319,7 @@ def run(loop, progress=None, board="m4f", topology="ring", **_):
         stats.abort("boards mode emulates no bus faults (their wires are QEMU's): run them in processes mode")
         return stats
     try:
-        elf = mcu.build(board)
+        elf = firmware(board)
     except mcu.McuError as e:
         stats.abort("building the %s firmware failed: %s" % (board, e))
         return stats

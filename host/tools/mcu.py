@@ -126,9 +126,10 @@ def _align_frozen_armv6m(tree):
         _write_if_changed(path, text.replace(old, "            MP_NATIVE_ARCH_ARMV6,\n"
                                              "            MP_NATIVE_ARCH_ARMV6M,\n            MP_NATIVE_ARCH_XTENSA,"))
         for name in BUILDS:   # frozen before the patch: made again
-            stale = os.path.join(BUILD_ROOT, "build-" + name, "port", "frozen_content.c")
-            if os.path.exists(stale):
-                os.remove(stale)
+            for suffix in ("", "-nocache"):
+                stale = os.path.join(BUILD_ROOT, "build-" + name + suffix, "port", "frozen_content.c")
+                if os.path.exists(stale):
+                    os.remove(stale)
     elif "MP_NATIVE_ARCH_ARMV6M,\n            MP_NATIVE_ARCH_XTENSA," not in text:
         raise McuError("%s: not the mpy-tool.py this build knows (ARMv6-M alignment)" % path)
 
@@ -246,12 +247,16 @@ def native_module(arch):
     return os.path.join(out, "linkcore.mpy")
 
 
-def build(name, jobs=2, keep_lines=False):
+def build(name, jobs=2, keep_lines=False, lookup_cache=True):
     """Build (incrementally) the firmware of build `name`; returns the firmware.elf path.
-    `keep_lines`: its .mpy images with line numbers (host/tools/flash.py MPY_OPT)."""
+    `keep_lines`: its .mpy images with line numbers (host/tools/flash.py MPY_OPT).
+    `lookup_cache` False: without the VM's map lookup cache (MICROPY_OPT_MAP_LOOKUP_CACHE,
+    on in the stm32 and rp2 ports), whose hits and misses make what a piece of code costs
+    depend on what ran before it (boards mode: counts that repeat however the frames of
+    a tick interleave; a few hundred instructions a phase more)."""
     board, _, march = BUILDS[name]
     tree = source_tree()
-    out = os.path.join(BUILD_ROOT, "build-" + name)
+    out = os.path.join(BUILD_ROOT, "build-" + name + ("" if lookup_cache else "-nocache"))
     os.makedirs(out, exist_ok=True)
     log = os.path.join(out, "build.log")
     open(log, "w").close()
@@ -273,7 +278,8 @@ def build(name, jobs=2, keep_lines=False):
           "FROZEN_MANIFEST=" + os.path.join(out, "manifest.py"), "MPY_LIB_DIR=" + libdir,
           "MICROPY_HEAP_SIZE=%d" % HEAP_BYTES,
           # computed goto in the VM, as the stm32 and rp2 ports build it
-          "CFLAGS_EXTRA=-DMICROPY_OPT_COMPUTED_GOTO=1"], log=log)
+          "CFLAGS_EXTRA=-DMICROPY_OPT_COMPUTED_GOTO=1" + ("" if lookup_cache else " -DMICROPY_OPT_MAP_LOOKUP_CACHE=0")],
+         log=log)
     return os.path.join(out, "port", "firmware.elf")
 
 
