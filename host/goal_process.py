@@ -31,6 +31,7 @@ class GoalProcess:
         self.rmdac = RMDAC(coordinate_gains(sc.rmdac, sc.task))
         self.decoder = m.Decoder()
         self.seq = 0
+        self.signer = None    # host/tools/keys.Signer: protects COMMAND, CONFIG and GOAL
         self.traj = None
         base = sc.arm["base"]
         self.base_packet = tuple(base["quat"]) + tuple(base["pos"]) + (0.0,) * 6
@@ -91,7 +92,7 @@ class GoalProcess:
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
         self.seq = (self.seq + 1) & 0xFFFF
-        return f
+        return f if self.signer is None else self.signer.sign(f)
 
     def begin(self, tick, t):
         """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1 (`copies`

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bus_protocol import states
+from firmware.auth import REASONS
 from host import critical_path, logs, metrics, plots
 from host.runners.base import ControlLoop
 from host.scenario import ScenarioError
@@ -91,6 +92,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
     summary["collisions"] = int(loop.plant.collisions)
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
+    summary["auth"] = loop.auth.summary(loop.gp.status)   # "unauthenticated" said in every summary
+    loop.auth.close()
     summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
     if loop.faults or loop.gp.events:   # injected faults, the team's changes (host/faults.py)
         from host.faults import fault_summary
@@ -132,7 +135,8 @@ def _run(sc, rd, mode, quiet, make_plots, opts):
 def node_health(status):
     """summary.json `nodes`: every link's last STATUS, states and faults by name."""
     return [{"link": link, "state": states.state_name(v[1]), "faults": states.fault_names(v[2]),
-             "bad_frames": v[3], "cycle_us": v[4], "stale_kinematic": v[5], "late": v[6]}
+             "bad_frames": v[3], "cycle_us": v[4], "stale_kinematic": v[5], "late": v[6],
+             "auth_rejected": dict(zip(REASONS, v[7:10]))}
             for link, v in sorted(status.items())]
 
 

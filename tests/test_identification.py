@@ -29,7 +29,7 @@ def _record(sc, links):
     """Run in process; every frame agents `links` received, in order."""
     loop = ControlLoop(sc, "inprocess")
     bus = inprocess.LoopbackBus([], loop.gp.on_frame)
-    bus.agents = inprocess.make_agents(sc, bus.send)
+    bus.agents = inprocess.make_agents(sc, bus.send, loop.auth)
     frames = {i: [] for i in links}
     for i in links:
         a = bus.agents[i - 1]
