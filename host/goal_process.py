@@ -23,6 +23,9 @@ _INF = float("inf")
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
 
 
+STATUS_REPLAY = 8   # STATUS values: auth_rejected replay (bus_protocol/SPEC.md §4)
+
+
 class GoalProcess:
     def __init__(self, sc):
         self.sc = sc
@@ -202,6 +205,11 @@ class GoalProcess:
             else:
                 self.asserts.append(v)
         elif mtype == m.STATUS:
+            if self.signer is not None and src in self.status and len(v) > STATUS_REPLAY \
+                    and v[STATUS_REPLAY] != self.status[src][STATUS_REPLAY]:
+                # the node refused frames as replays: it restarted and takes only a block
+                # it has not seen (firmware/auth.py), or someone replays; a new one either way
+                self.signer.new_block()
             self.status[src] = v
             if 1 <= src <= self.n:
                 self.fault_bits[src - 1] = v[2]

@@ -111,7 +111,7 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
         except Aborted as e:
             stats.abort(str(e))
             return stats
-        wallclock.reset_links(tr, lockstep)
+        wallclock.reset_links(tr, lockstep, loop.gp.signer)
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         stats.figures_from = FIGURES_FROM[bool(real_plant)]

@@ -122,6 +122,8 @@ class FaultyBus(LoopbackBus):
             elif not down and i + 1 in self.down:
                 self.down.discard(i + 1)
                 self.agents[i] = self.make_agent(i, FaultyBus._Port(self, i + 1))
+                if self.gp.signer is not None:   # its boot line heard (processes.Cluster.restart):
+                    self.gp.signer.new_block()   # a block it has not seen (firmware/auth.py)
 
     def deliver_at(self, t, f):
         self.now = t

@@ -163,21 +163,17 @@ class RunAuth:
             return "unauthenticated"
         return {"key": self.key.hex(), "floor": self.floor}
 
-    def node_auth_file(self):
-        """The same for node processes: the key in a private file outside the run
-        directory (removed by close()), named by the config."""
+    def node_auth_file(self, link):
+        """The same for node process `link`: the key in a private file outside the run
+        directory (removed by close()), named by the config, and its highest block in a
+        file beside it (its flash, kept across its restarts)."""
         if self.key is None:
             return "unauthenticated"
         if self._tmp is None:
             self._tmp = tempfile.mkdtemp(prefix="linkteam-key-")
             _write_private(os.path.join(self._tmp, "key"), self.key.hex())
         return {"key_file": os.path.join(self._tmp, "key"), "floor": self.floor,
-                "block_file": None}
-
-    def block_file(self, link):
-        """Where node `link` keeps its highest block (its flash), beside its key."""
-        self.node_auth_file()
-        return os.path.join(self._tmp, "block%02d" % link)
+                "block_file": os.path.join(self._tmp, "block%02d" % link)}
 
     def close(self):
         if self._tmp is not None:
