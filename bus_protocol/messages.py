@@ -173,8 +173,13 @@ def payload_size(mtype):
     return _SIZE[mtype]
 
 
-def frame_size(mtype):
-    return OVERHEAD + payload_size(mtype)
+def frame_size(mtype, protected=False):
+    """Bytes of a frame of mtype; `protected`: as the host sends it authenticated (§9 of
+    SPEC.md: the trailer on COMMAND, CONFIG and GOAL)."""
+    n = OVERHEAD + payload_size(mtype)
+    if protected and (mtype == GOAL or mtype == COMMAND or mtype == CONFIG):
+        n += AUTH_TRAILER
+    return n
 
 
 # --- encoder -------------------------------------------------------------------
@@ -359,11 +364,20 @@ def fv_rebuild(last_hi, last_lo, low):
     return last_hi if low > last_lo else last_hi + 1
 
 
+_fv_high = bytearray(4)   # the FV's high 32 bits, LE: the MAC input's last 4 bytes
+
+
 def _mac_into(hm, buf, n_body, fv_hi, out, at):
     """The truncated MAC of buf[:n_body] (header .. FV low bytes) with FV high bits fv_hi,
     written to out[at:at + MAC_BYTES]."""
-    d = hm.mac(buf, n_body, struct.pack("<I", fv_hi & 0xFFFFFFFF))
-    out[at:at + MAC_BYTES] = d[:MAC_BYTES]
+    b = _fv_high
+    b[0] = fv_hi & 0xFF
+    b[1] = (fv_hi >> 8) & 0xFF
+    b[2] = (fv_hi >> 16) & 0xFF
+    b[3] = (fv_hi >> 24) & 0xFF
+    d = hm.mac(buf, n_body, b)
+    for i in range(MAC_BYTES):
+        out[at + i] = d[i]
 
 
 def protect_into(buf, n, hm, fv_hi, fv_lo):

@@ -52,15 +52,16 @@ def parse_bus(spec):
     raise ValueError("bus: %s, not %r" % (BUS_FORMS, spec))
 
 
-def uart_bytes(mtype):
-    return m.frame_size(mtype) + medium.UART_FRAME_EXTRA
+def uart_bytes(mtype, auth=False):
+    return m.frame_size(mtype, auth) + medium.UART_FRAME_EXTRA
 
 
-def frame_seconds(kind, rate, data_rate, mtype):
-    """Time one logical frame occupies the line (nominal bits, no stuffing)."""
-    n = m.frame_size(mtype)
+def frame_seconds(kind, rate, data_rate, mtype, auth=False):
+    """Time one logical frame occupies the line (nominal bits, no stuffing); `auth`: the
+    host's frames protected (bus_protocol/SPEC.md §9)."""
+    n = m.frame_size(mtype, auth)
     if kind == "uart":
-        return medium.uart_seconds(uart_bytes(mtype), rate)
+        return medium.uart_seconds(uart_bytes(mtype, auth), rate)
     if kind == "can":      # fragments of 1 control + 7 data bytes, extended id: 67 + 8*dlc bits
         frags = math.ceil(n / 7.0)
         last = n - 7 * (frags - 1)
@@ -99,7 +100,7 @@ class _Line:
         return self.free
 
 
-def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1, auth=False):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
     kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
     c = dict(DEFAULT_COMPUTE)
@@ -107,7 +108,7 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copie
     us = 1e-6
     w = c["wake_us"]
     k_us, goal_us, fwd_us = c["k_us"] + w, c["goal_us"] + w, c["fwd_us"] + w
-    t_of = {mt: frame_seconds(kind, rate, data_rate, mt) for mt in
+    t_of = {mt: frame_seconds(kind, rate, data_rate, mt, auth) for mt in
             (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.TORQUE)}
     ev = []
     seq = [0]
@@ -196,7 +197,8 @@ def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copie
                     done = acted + (w * us if plant == "wire" else 0.0)
                     t_end = done if t_end is None else max(t_end, done)
     lines = [medium] if not chain else down[1:n + 1] + up[1:n + 1] + [ret, ret_in]
-    bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt)) for mt, cnt in cycle_frames(n, plant, kinematic_copies))
+    bytes_cycle = sum(cnt * (uart_bytes(mt, auth) if chain else m.frame_size(mt, auth))
+                      for mt, cnt in cycle_frames(n, plant, kinematic_copies))
     busiest = max(ln.busy for ln in lines)
     return {"bus": kind, "links": n, "topology": topology if chain else None, "latency_s": t_end, "k_n_s": t_kn, "bytes_per_cycle": bytes_cycle,
             "busiest_line_s": busiest, "max_rate_hz": 1.0 / max(t_end, busiest), "compute": c}
@@ -219,18 +221,19 @@ def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
     return rows
 
 
-def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1, auth=False):
     if n < 1:
         raise ValueError("--links must be at least 1, not %d" % n)
     if n > m.MAX_LINKS:
         raise ValueError("--links must be at most %d (bus addresses), not %d" % (m.MAX_LINKS, n))
     if not 0 < rate < float("inf"):
         raise ValueError("--rate must be a finite positive number of Hz, not %g" % rate)
-    r = simulate(n, bus, plant, compute, topology, kinematic_copies)
+    r = simulate(n, bus, plant, compute, topology, kinematic_copies, auth)
     period = 1.0 / rate
     lines = ["%d links on %s%s, plant %r%s: the cycle ends when %s" % (
                  n, bus, " (%s)" % topology if r["topology"] else "", plant,
-                 ", %d copies of each K_i" % kinematic_copies if kinematic_copies > 1 else "", PLANTS[plant][2]),
+                 ", %d copies of each K_i" % kinematic_copies if kinematic_copies > 1 else "", PLANTS[plant][2])
+             + ("; host commands and GOAL authenticated" if auth else "; unauthenticated"),
              "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
              "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
              "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),

@@ -405,9 +405,9 @@ def cmd_budget(a):
         elif a.board and not a.from_run:
             import json
             with open(a.results) as f:
-                compute = hop_compute.board_compute(json.load(f), a.board)
+                compute = hop_compute.board_compute(json.load(f), a.board, a.auth == "on")
         print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology,
-                            kinematic_copies=a.kinematic_copies))
+                            kinematic_copies=a.kinematic_copies, auth=a.auth == "on"))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
         return 2
@@ -560,6 +560,9 @@ def main(argv=None):
                    help="with --from-run: the run's median or largest count per phase")
     g.add_argument("--kinematic-copies", type=int, default=1, choices=(1, 2, 3),
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
+    g.add_argument("--auth", choices=("on", "off"), default="on",
+                   help="the host's COMMAND, CONFIG and GOAL authenticated (a scenario's [bus] auth; with "
+                        "--board the hops measured with the check, make mcu-bench)")
     g.set_defaults(fn=cmd_budget)
     a = p.parse_args(argv)
     return _call(a.fn, a, a.cmd)

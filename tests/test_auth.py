@@ -178,3 +178,42 @@ def test_summary_reports_authentication_and_no_key_reaches_the_run_directory(tmp
     s, _ = run_scenario(sc, tmp_path / "plain", quiet=True, make_plots=False)
     assert s["status"] == "ok" and s["auth"] == {"mode": "unauthenticated"}
     assert json.loads((tmp_path / "plain" / "summary.json").read_text())["auth"]["mode"] == "unauthenticated"
+
+
+def test_commands_mode_sends_goal_plain_and_still_protects_commands(tmp_path):
+    run_auth = keys.RunAuth("commands")
+    goal = m.encode(m.GOAL, m.HOST, m.BROADCAST, 0, (1, 0) + (0.0,) * 9)
+    assert run_auth.signer.sign(goal) == goal
+    brake = run_auth.signer.sign(m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_BRAKE, 0.0)))
+    assert len(brake) == m.frame_size(m.COMMAND, True) == m.frame_size(m.COMMAND) + 8
+    a = LinkAgent({"link": 1, "n_links": 1, "dh": {"type": "revolute", "a": 1.0}, "u_sat": 100.0},
+                  SimHAL(lambda b, n: None))
+    auth.guard(a, {"auth": run_auth.node_auth()}, auth.MemBlock())
+    a.receive(goal)
+    a.receive(m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_BRAKE, 0.0)))   # plain: refused
+    assert a.safety.faults == 0 and a.auth.counts() == (0, 0, 1) and a.auth.accepted == 0
+    a.receive(brake)
+    assert a.safety.faults == 1
+
+
+def test_firmware_constants_agree_with_the_protocol():
+    assert (auth._OVERHEAD, auth._HEADER, auth._TRAILER, auth._COUNTER_BITS) == (
+        m.OVERHEAD, m.HEADER_SIZE, m.AUTH_TRAILER, m.COUNTER_BITS)
+    assert (auth._HOST, auth._BROADCAST, auth._GOAL, auth._COMMAND, auth._CONFIG) == (
+        m.HOST, m.BROADCAST, m.GOAL, m.COMMAND, m.CONFIG)
+    assert m.PROTECTED == (m.GOAL, m.COMMAND, m.CONFIG)   # Guard's stream order
+    assert m.CONFIG_MAX_DATA_AUTH == m.CONFIG_MAX_DATA - m.AUTH_TRAILER
+
+
+def test_budget_counts_the_trailer_and_the_measured_check():
+    from host import budget, hop_compute
+    res = json.loads((ROOT / "bench" / "results.json").read_text())
+    for board in hop_compute.BOARDS:
+        plain = hop_compute.board_compute(res, board)
+        authed = hop_compute.board_compute(res, board, auth=True)
+        assert authed["goal_us"] > plain["goal_us"]
+        for bus in ("canfd:1000000/5000000", "uart:2000000"):
+            p = budget.simulate(10, bus, "real", plain, "ring")
+            a = budget.simulate(10, bus, "real", authed, "ring", auth=True)
+            assert a["bytes_per_cycle"] == p["bytes_per_cycle"] + m.AUTH_TRAILER   # one GOAL a cycle
+            assert a["max_rate_hz"] < p["max_rate_hz"]

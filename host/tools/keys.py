@@ -136,7 +136,8 @@ class Signer:
 
 class RunAuth:
     """A run's authentication: the key (the file's, or ephemeral), the host's signer and
-    what each node is given. `mode`: "on" or "unauthenticated" (scenario [bus] auth)."""
+    what each node is given. `mode` (scenario [bus] auth): "on", "commands" (GOAL plain:
+    COMMAND and CONFIG only) or "unauthenticated"."""
 
     def __init__(self, mode="on", key_file=None):
         self.mode = mode
@@ -153,15 +154,17 @@ class RunAuth:
         else:
             self.key = os.urandom(KEY_BYTES)
             state = BlockState()
-        self.signer = Signer(self.key, state)
+        types = m.PROTECTED if mode == "on" else (m.COMMAND, m.CONFIG)
+        self.signer = Signer(self.key, state, types)
         self.floor = self.signer.block
+        self.goal = mode == "on"
 
     def node_auth(self):
         """A node's `auth` config (firmware/auth.py settings) for in-process agents: the
         key itself (it never leaves this process)."""
         if self.key is None:
             return "unauthenticated"
-        return {"key": self.key.hex(), "floor": self.floor}
+        return {"key": self.key.hex(), "floor": self.floor, "goal": self.goal}
 
     def node_auth_file(self, link):
         """The same for node process `link`: the key in a private file outside the run
@@ -172,7 +175,7 @@ class RunAuth:
         if self._tmp is None:
             self._tmp = tempfile.mkdtemp(prefix="linkteam-key-")
             _write_private(os.path.join(self._tmp, "key"), self.key.hex())
-        return {"key_file": os.path.join(self._tmp, "key"), "floor": self.floor,
+        return {"key_file": os.path.join(self._tmp, "key"), "floor": self.floor, "goal": self.goal,
                 "block_file": os.path.join(self._tmp, "block%02d" % link)}
 
     def close(self):
