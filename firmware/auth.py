@@ -231,12 +231,17 @@ class _Refuse:
         return self._take(frame, n)
 
 
-def dumps_safe(cfg):
-    """A link config as JSON with its key left out (what may be logged)."""
+def redacted(cfg):
+    """A link config with its key left out (what may be shown or logged)."""
     c = dict(cfg)
     a = c.get("auth")
     if isinstance(a, dict) and "key" in a:
         a = dict(a)
         a["key"] = "<redacted>"
         c["auth"] = a
-    return json.dumps(c)
+    return c
+
+
+def dumps_safe(cfg):
+    """redacted(cfg) as JSON."""
+    return json.dumps(redacted(cfg))

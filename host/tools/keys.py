@@ -81,16 +81,19 @@ class BlockState:
 
     def start(self):
         """The block this host start sends in: one above the last one used, saved first."""
-        last = -1
+        block = self.next()
+        self.save(block)
+        return block
+
+    def next(self):
+        """The block the next host start sends in (nothing saved)."""
         if self.path and os.path.exists(self.path):
             with open(self.path) as f:
                 try:
-                    last = int(f.read().strip() or -1)
+                    return int(f.read().strip() or -1) + 1
                 except ValueError:
                     raise KeyError_("freshness state %s is not a number" % self.path)
-        block = last + 1
-        self.save(block)
-        return block
+        return 0
 
     def save(self, block):
         if self.path:
