@@ -217,3 +217,18 @@ def test_budget_counts_the_trailer_and_the_measured_check():
             a = budget.simulate(10, bus, "real", authed, "ring", auth=True)
             assert a["bytes_per_cycle"] == p["bytes_per_cycle"] + m.AUTH_TRAILER   # one GOAL a cycle
             assert a["max_rate_hz"] < p["max_rate_hz"]
+
+
+def test_fuzz_accepts_no_forgery_under_both_interpreters():
+    """benchmarks/mp_fuzz_auth.py, a short run (make bench runs 10^6 and 10^5 frames)."""
+    import subprocess
+    from host.runners.children import micropython_path
+    outs = []
+    for interp in (micropython_path(), os.environ.get("PYTHON", None) or __import__("sys").executable):
+        r = subprocess.run([interp, str(ROOT / "benchmarks" / "mp_fuzz_auth.py"), "3000", "5"],
+                           capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] and " forgeries 0 " in outs[0]
+    f = outs[0].split()
+    assert int(f[f.index("genuine") + 1]) > 500   # genuine frames went through, fresh
