@@ -87,7 +87,7 @@ class Guard:
         self._goal = goal   # False: GOAL travels plain ([bus] auth = "commands")
         self._hm = Hmac(key)
         self.link = agent.link
-        self.rejected = array("H", [0] * len(REASONS))   # by reason, mod 2^16 (STATUS)
+        self.rejected = [0] * len(REASONS)   # by reason (STATUS carries them mod 2^16)
         self.accepted = 0
         self._store = store
         seen = store.load() if store is not None else -1
@@ -165,7 +165,7 @@ class Guard:
     def counts(self):
         """STATUS.auth_rejected: (mac, replay, plain)."""
         r = self.rejected
-        return (r[0], r[1], r[2])
+        return (r[0] & 0xFFFF, r[1] & 0xFFFF, r[2] & 0xFFFF)
 
 
 def settings(cfg):

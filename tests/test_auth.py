@@ -232,3 +232,14 @@ def test_fuzz_accepts_no_forgery_under_both_interpreters():
     assert outs[0] == outs[1] and " forgeries 0 " in outs[0]
     f = outs[0].split()
     assert int(f[f.index("genuine") + 1]) > 500   # genuine frames went through, fresh
+
+
+def test_rejection_counts_wrap_as_status_carries_them():
+    a = LinkAgent({"link": 1, "n_links": 1, "dh": {"type": "revolute", "a": 1.0}, "u_sat": 100.0},
+                  SimHAL(lambda b, n: None))
+    g = auth.guard(a, {"auth": {"key": KEY.hex()}})
+    plain = m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_RELEASE, 0.0))
+    for _ in range(65537):
+        a.receive(plain)
+    assert g.counts() == (0, 0, 1)
+    a.send_status()   # the STATUS frame takes them
