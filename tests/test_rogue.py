@@ -57,41 +57,30 @@ def receivers(frame, alive):
     return len(alive) if frame[2] == m.BROADCAST else int(frame[2] in alive)
 
 
-def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monkeypatch):
-    sc = scenario(tmp_path)
-    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
-                           make_plots=False)
-    assert base["status"] == "ok", base["reason"]
-
-    sc = scenario(tmp_path)
+def attacked_run(tmp_path, monkeypatch, sc, batch_at):
+    """sc in processes mode on CAN, lockstep, with the rogue: batch_at(tick, recorded,
+    block) -> the frames it sends as the host signs that tick's GOAL (recorded: (tick,
+    frame) of every protected frame the host has sent). -> (summary, run dir, frames sent)"""
     recorded = []    # (tick signed, frame): the rogue's recording of the bus
     sent = []        # what it sent
     rogue = []
     signer_sign = keys.Signer.sign
-    period = 1.0 / sc.control_rate_hz
 
     def sniff(self, frame):
         out = signer_sign(self, frame)
-        if frame[0] != m.GOAL:
-            return out
-        tick = int.from_bytes(frame[6:10], "little")
-        for t_attack in ATTACK_S:
-            if tick == round(t_attack / period) and rogue:
-                # genuine frames from two ticks back or more (every node has had them), replayed
-                batch = [f for t, f in recorded if t <= tick - 2][-30:] + forgeries(tick, self.block)
+        if frame[0] == m.GOAL:
+            tick = int.from_bytes(frame[6:10], "little")
+            batch = batch_at(tick, recorded, self.block) if rogue else []
+            if batch:
                 rogue[0].stdin.write("".join(f.hex() + "\n" for f in batch) + "sync\n")
                 rogue[0].stdin.flush()
                 assert rogue[0].stdout.readline().strip() == "ok"
                 sent.extend(batch)
-        recorded.append((tick, out))
-        return out
-
-    def cmd_sniff(self, frame):   # the host's commands are recorded too
-        out = sniff(self, frame) if frame[0] == m.GOAL else signer_sign(self, frame)
-        if frame[0] != m.GOAL and out[0] in m.PROTECTED:
+            recorded.append((tick, out))
+        elif out[0] in m.PROTECTED:   # the host's commands are recorded too
             recorded.append((recorded[-1][0] if recorded else 0, out))
         return out
-    monkeypatch.setattr(keys.Signer, "sign", cmd_sniff)
+    monkeypatch.setattr(keys.Signer, "sign", sniff)
 
     class RogueCluster(processes.Cluster):
         def start(self):
@@ -108,12 +97,34 @@ def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monke
 
     s, out = run_scenario(sc, tmp_path / "rogue", mode="processes", bus="can", lockstep=True, quiet=True,
                           make_plots=False, make_cluster=RogueCluster)
+    monkeypatch.undo()
     assert s["status"] == "ok", s["reason"]
-    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
-    a, b = np.load(out / "timeseries.npz"), np.load(tmp_path / "plain" / "timeseries.npz")
+    return s, out, sent
+
+
+def same_series(out, plain):
+    a, b = np.load(out / "timeseries.npz"), np.load(plain / "timeseries.npz")
     assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
+    return a
+
+
+def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monkeypatch):
+    sc = scenario(tmp_path)
+    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
+                           make_plots=False)
+    assert base["status"] == "ok", base["reason"]
+    period = 1.0 / sc.control_rate_hz
+
+    def batch_at(tick, recorded, block):
+        if tick not in [round(t / period) for t in ATTACK_S]:
+            return []
+        # genuine frames from two ticks back or more (every node has had them), replayed
+        return [f for t, f in recorded if t <= tick - 2][-30:] + forgeries(tick, block)
+    s, out, sent = attacked_run(tmp_path, monkeypatch, scenario(tmp_path), batch_at)
+    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
+    a = same_series(out, tmp_path / "plain")
     down = a["t"] >= CRASH_S + 0.05
-    assert np.all(a["state"][down, 4] == b["state"][down, 4]) and np.all(a["state"][down, 4] != 1)   # link 5 stays out
+    assert np.all(a["state"][down, 4] != 1)   # link 5 stays out
     assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
     alive = {n["link"] for n in s["nodes"]}
     assert 5 not in alive and len(alive) == 9
@@ -122,3 +133,36 @@ def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monke
     assert got == want == s["auth"]["auth_rejected"]["mac"] + s["auth"]["auth_rejected"]["replay"] \
         + s["auth"]["auth_rejected"]["plain"]
     assert sum(sum(n["auth_rejected"].values()) for n in base["nodes"]) == 0
+
+
+def test_frames_recorded_before_a_node_restart_are_refused_after_it(tmp_path, monkeypatch):
+    """Link 5 is SIGKILLed at 1.0 s and its board reboots at 1.3 s (CAN): the host re-admits
+    it as without a rogue, and the GOALs and commands recorded before its crash, replayed
+    to it after its restart, are all refused (its own auth_rejected), the run unchanged."""
+    def sc():
+        p = tmp_path / "r.toml"
+        p.write_text('extends = "%s"\nname = "rogue-reboot"\n[simulation]\nduration = 1.8\n'
+                     % (ROOT / "scenarios" / "faults" / "link5-reboots.toml"))
+        s = load(p)
+        for f in s.faults:
+            if f["kind"] == "node_crash":
+                f["start"], f["end"] = 1.0, 1.3
+        return s
+    base, plain = run_scenario(sc(), tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
+                               make_plots=False)
+    assert base["status"] == "ok", base["reason"]
+    assert [e["text"].split(" ")[0] for e in base["faults"]["team"]] == ["process", "dropped:", "process", "re-admitted"]
+    attack = round(1.6 * sc().control_rate_hz)
+
+    def batch_at(tick, recorded, block):
+        if tick != attack:
+            return []
+        before = round(1.0 * sc().control_rate_hz) - 2
+        return [f for t, f in recorded if t <= before and (f[2] == 5 or f[2] == m.BROADCAST)][-40:]
+    s, out, sent = attacked_run(tmp_path, monkeypatch, sc(), batch_at)
+    assert len(sent) >= 20 and any(f[0] == m.GOAL for f in sent)
+    same_series(out, plain)
+    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
+    node5 = [n for n in s["nodes"] if n["link"] == 5][0]
+    assert node5["state"] == "run" and sum(node5["auth_rejected"].values()) == len(sent)
+    assert node5["auth_rejected"]["plain"] == 0
