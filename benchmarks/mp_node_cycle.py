@@ -55,10 +55,16 @@ class Port:
         self._out.seek(0)
 
 
-def inputs(ticks=range(TICKS)):
+AUTH_KEY = bytes(range(32))   # main(auth=True): the GOAL protected (bus_protocol/SPEC.md §9)
+
+
+def inputs(ticks=range(TICKS), auth=False):
     """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up)."""
     from bus_protocol import framing
     from bus_protocol import messages as m
+    if auth:
+        from bus_protocol.mac import Hmac
+        hm = Hmac(AUTH_KEY)
 
     def wire(mtype, src, dst, values):
         return framing.uart_frame(m.encode(mtype, src, dst, 1, values))
@@ -72,6 +78,9 @@ def inputs(ticks=range(TICKS)):
         sy = wire(m.SYNC, 0, 255, (k,))
         kk = wire(m.KINEMATIC, 2, 3, (k, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2))
         gg = wire(m.GOAL, 0, 255, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))
+        if auth:
+            gg = framing.uart_frame(m.protect(m.encode(m.GOAL, 0, 255, 1, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.)),
+                                              hm, 0, 0))
         fw = wire(m.TORQUE, 7, 0, (k, 1.0, 1, 0., 0., 0., 0., 0., 0.))
         pre.append((src(js + sy), src(kk), src(gg), src(fw)))
     return pre
@@ -108,7 +117,9 @@ def clock():
     return stamp, diff, 0.04
 
 
-def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a board's heap: fewer
+def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False):   # a board's heap: fewer
+    """auth: the node checks host commands (firmware/auth.py) and the GOAL is protected;
+    its freshness is wound back, untimed, before each cycle (the inputs repeat)."""
     stamp, tdiff, us_per_tick = clock()
     ticks_us = time.ticks_us
     gc.collect()
@@ -118,12 +129,16 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
     from firmware.node import ChainNode
     up, down = Port(), Port()
     agent = LinkAgent(config(), SimHAL())
+    guard = None
+    if auth:
+        from firmware import auth as auth_mod
+        guard = auth_mod.guard(agent, {"auth": {"key": AUTH_KEY}})
     node = ChainNode(agent, up, down)   # a board's buffer sizes (firmware/boards/mcu.py)
     gc.collect()
     a2 = gc.mem_alloc()
     print("RAM after init: gc.mem_alloc() %d bytes" % a2)
     print("RAM init %d" % (a2 - a0))
-    pre = inputs()
+    pre = inputs(auth=auth)
     ph = ([], [], [], [], [], [])
     alloc = []
 
@@ -139,6 +154,8 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100):   # a boar
         node.poll()
         t3 = stamp()
         up.feed(gg)
+        if guard is not None:
+            guard.rewind()
         t4 = stamp()
         node.poll()
         t5 = stamp()
@@ -205,7 +222,9 @@ def periodic(agent, node, up, stamp, tdiff, zero):
     t0 = agent.I[I_TICK] + 1
     status, timing = [], []
     for k in range(36):
-        pre = inputs(range(t0 + k, t0 + k + 1))[0]   # one tick's at a time: a board's heap
+        pre = inputs(range(t0 + k, t0 + k + 1), getattr(agent, "auth", None) is not None)[0]   # one tick's at a time: a board's heap
+        if getattr(agent, "auth", None) is not None:
+            agent.auth.rewind()
         gc.collect()
         dt = 0
         for src in pre[:3]:
@@ -241,6 +260,8 @@ def node_alloc(node, agent, one, cycles=12):
         node.send(frame, n)
         v.append(gc.mem_alloc() - b0)
     del agent.receive       # the class's method again
+    if getattr(agent, "auth", None) is not None:
+        agent.receive = agent.auth.receive   # behind its check again (main(auth=True))
     return _med(v)
 
 

@@ -176,14 +176,15 @@ EXTRA.append(processes_knee)
 
 def fuzz():
     """Random and mutated frames: the decoder, deframer and CAN reassembler (tests/
-    mp_fuzz_decoder.py) and one link agent (benchmarks/mp_fuzz_agent.py), 10^6 frames under
+    mp_fuzz_decoder.py), one link agent (benchmarks/mp_fuzz_agent.py) and a node's check of
+    host commands (benchmarks/mp_fuzz_auth.py: no forgery accepted), 10^6 frames under
     CPython and 10^5 under MicroPython: no exception escapes, every bad frame is counted
     (the scripts check good + bad and the error kinds), the agent writes no NaN torque."""
     import subprocess
     from host.runners.children import micropython_path
     print("Fuzz (random + mutated frames; a failure raises inside the script)")
     for interp, n in ((sys.executable, 1000000), (micropython_path(), 100000)):
-        for script in ("tests/mp/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py"):
+        for script in ("tests/mp/mp_fuzz_decoder.py", "benchmarks/mp_fuzz_agent.py", "benchmarks/mp_fuzz_auth.py"):
             t0 = time.perf_counter()
             r = subprocess.run([interp, str(ROOT / script), str(n)], capture_output=True, text=True, cwd=str(ROOT))
             line = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else \

@@ -89,7 +89,7 @@ _FMT = (
     "<IB9f",       # GOAL        tick, goal_id, p_app(3), f(6)       (world)
     "<IBB9f",      # ASSERT      tick, origin_link, kind, p(3), f(6) (world)
     "<IfB6f",      # TORQUE      tick, u, state, proxy, assertions, local_pd, joint_limit, brake, other
-    "<IBHHIHH",    # STATUS      tick, state, faults, bad_frames, cycle_us, stale_kinematic, late
+    "<IBHHIHH3H",  # STATUS      tick, state, faults, bad_frames, cycle_us, stale_kinematic, late, auth_rejected(3)
     "",            # CONFIG      offset u16, total u16, data[<=52]
     "<Bf",         # COMMAND     cmd, arg
     "",            # LOG         text[<=56]
@@ -173,8 +173,13 @@ def payload_size(mtype):
     return _SIZE[mtype]
 
 
-def frame_size(mtype):
-    return OVERHEAD + payload_size(mtype)
+def frame_size(mtype, protected=False):
+    """Bytes of a frame of mtype; `protected`: as the host sends it authenticated (§9 of
+    SPEC.md: the trailer on COMMAND, CONFIG and GOAL)."""
+    n = OVERHEAD + payload_size(mtype)
+    if protected and (mtype == GOAL or mtype == COMMAND or mtype == CONFIG):
+        n += AUTH_TRAILER
+    return n
 
 
 # --- encoder -------------------------------------------------------------------
@@ -329,6 +334,109 @@ class Decoder:
             _last[0] = frame
             _last[1] = msg
         return msg
+
+
+# --- protected frames (SPEC.md §9; AUTOSAR SecOC's secured I-PDU) -----------------
+# A protected frame is a frame whose payload is followed by a trailer: the low FV_BYTES
+# bytes of the freshness value (FV, u32 LE), then the first MAC_BYTES bytes of
+# HMAC-SHA256(key, header + payload + FV low bytes + FV high bytes (u32 LE))
+# (bus_protocol/mac.py). len counts the trailer; the CRC covers all of it. The FV is 64
+# bits: block << 24 | counter, counter 24 bits per (type, dst) stream of the host; the
+# receiver rebuilds the high 32 bits from the last FV it accepted (fv_rebuild).
+FV_BYTES = const(4)
+MAC_BYTES = const(4)
+AUTH_TRAILER = const(8)
+COUNTER_BITS = const(24)
+CONFIG_MAX_DATA_AUTH = const(44)   # CONFIG_MAX_DATA - AUTH_TRAILER
+PROTECTED = (GOAL, COMMAND, CONFIG)   # host -> node types that carry the trailer
+
+
+def fv_low(frame, n):
+    """The FV's low 32 bits a protected frame of n bytes carries."""
+    i = n - 2 - AUTH_TRAILER
+    return frame[i] | frame[i + 1] << 8 | frame[i + 2] << 16 | frame[i + 3] << 24
+
+
+def fv_rebuild(last_hi, last_lo, low):
+    """The FV's high 32 bits for a received low part, given the last FV accepted on its
+    stream (last_hi, last_lo; last_lo -1: none yet): SecOC's rule, the smallest FV above
+    the last one with these low bits."""
+    return last_hi if low > last_lo else last_hi + 1
+
+
+_fv_high = bytearray(4)   # the FV's high 32 bits, LE: the MAC input's last 4 bytes
+
+
+def _mac_into(hm, buf, n_body, fv_hi, out, at):
+    """The truncated MAC of buf[:n_body] (header .. FV low bytes) with FV high bits fv_hi,
+    written to out[at:at + MAC_BYTES]."""
+    b = _fv_high
+    b[0] = fv_hi & 0xFF
+    b[1] = (fv_hi >> 8) & 0xFF
+    b[2] = (fv_hi >> 16) & 0xFF
+    b[3] = (fv_hi >> 24) & 0xFF
+    d = hm.mac(buf, n_body, b)
+    for i in range(MAC_BYTES):
+        out[at + i] = d[i]
+
+
+def protect_into(buf, n, hm, fv_hi, fv_lo):
+    """Turn the plain frame buf[:n] into a protected one in place (buf >= n + 8 bytes):
+    FV low bits, MAC, new len and CRC; -> its length. hm: a mac.Hmac of the arm's key.
+    ValueError if the payload has no room for the trailer."""
+    plen = buf[5]
+    if plen + AUTH_TRAILER > MAX_PAYLOAD:
+        raise ValueError("no room for the authentication trailer")
+    end = HEADER_SIZE + plen
+    struct.pack_into("<I", buf, end, fv_lo & 0xFFFFFFFF)
+    buf[5] = plen + AUTH_TRAILER
+    _mac_into(hm, buf, end + FV_BYTES, fv_hi, buf, end + FV_BYTES)
+    end += AUTH_TRAILER
+    c = crc16(buf, end)
+    buf[end] = c & 0xFF
+    buf[end + 1] = c >> 8
+    return end + 2
+
+
+def protect(frame, hm, fv_hi, fv_lo):
+    """protect_into on a copy: the protected bytes of a plain frame (allocates)."""
+    buf = bytearray(MAX_FRAME + AUTH_TRAILER)
+    buf[:len(frame)] = frame
+    return bytes(buf[:protect_into(buf, len(frame), hm, fv_hi, fv_lo)])
+
+
+_mac_scratch = bytearray(MAC_BYTES)
+
+
+def mac_ok(frame, n, hm, fv_hi):
+    """The MAC of the protected frame[:n] checks with FV high bits fv_hi (CRC and length
+    checked before: the caller's)."""
+    at = n - 2 - MAC_BYTES
+    _mac_into(hm, frame, at, fv_hi, _mac_scratch, 0)
+    d = 0
+    for i in range(MAC_BYTES):   # every byte compared: no early exit to time
+        d |= _mac_scratch[i] ^ frame[at + i]
+    return d == 0
+
+
+def strip_into(buf, frame, n):
+    """The plain frame of the protected frame[:n], written to buf (>= 64 bytes): trailer
+    cut, len and CRC made again; -> its length."""
+    end = n - 2 - AUTH_TRAILER
+    buf[:end] = memoryview(frame)[:end]
+    buf[5] = end - HEADER_SIZE
+    c = crc16(buf, end)
+    buf[end] = c & 0xFF
+    buf[end + 1] = c >> 8
+    return end + 2
+
+
+def frame_ok(frame, n):
+    """Length and CRC of frame[:n] hold (what Decoder.decode checks first)."""
+    if n < OVERHEAD or n > len(frame):
+        return False
+    end = HEADER_SIZE + frame[5]
+    return end + 2 == n and crc16(frame, end) == (frame[end] | (frame[end + 1] << 8))
 
 
 # --- CPython fast paths ----------------------------------------------------------

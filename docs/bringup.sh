@@ -43,6 +43,11 @@ TOML
 S="$DIR/hil2-bringup.toml"
 BUS="{\"base_port\": $BASE}"
 
+echo "== the arm's key (mode 0600): every command below signs with it (docs/security.md)"
+rm -f "$DIR/arm.key" "$DIR/arm.key.fv"
+expect 0 keys create "$DIR/arm.key"
+export LINKTEAM_KEY="$DIR/arm.key"
+
 echo "== flash, link 1 with a base_port that is not a number: the board's own error, exit 1"
 expect 1 flash --port "$DIR/board1" --link 1 --scenario "$S" --bus-json '{"base_port": "47x"}'
 echo "== flash both boards"

@@ -120,6 +120,8 @@ RUN = const(1)
 BRAKED = const(2)
 F_SENSOR = const(64)
 # ---- end of layout ----
+
+_NO_AUTH = (0, 0, 0)   # STATUS.auth_rejected of a node that checks no host commands
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
 # fault injection (config "inject", sim_host/faults.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
@@ -368,6 +370,7 @@ class LinkAgent:
         self.cycle_us = 0
         self.stale_kin = 0     # goals acted on with last cycle's kinematic packet
         self.late = 0          # packets for a past tick, dropped
+        self.auth = None       # the check of host commands (firmware/auth.py guard)
         self.stale_goal = 0    # cycles acted on the last goal (this tick's did not come)
         self._q_good = 0.0     # the joint reading before this tick's
         self._silent = False
@@ -813,7 +816,8 @@ class LinkAgent:
     def send_status(self):
         self.send(m.STATUS, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF, self.safety.state, self.safety.faults,
                                      self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
-                                     self.stale_kin & 0xFFFF, self.late & 0xFFFF))
+                                     self.stale_kin & 0xFFFF, self.late & 0xFFFF)
+                  + (self.auth.counts() if self.auth is not None else _NO_AUTH))
         if self.ident is not None and self.ident.est is not None:
             self.send(m.ESTIMATE, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 

@@ -9,6 +9,7 @@
 # serve: the same hop and goal timeouts, the same fault test).
 import select
 
+from firmware import auth
 from firmware import node as node_mod
 from firmware.agent import LinkAgent
 from firmware.hal import unix, unix_ports
@@ -30,6 +31,7 @@ class GroupBoard(unix.UnixBoard):
             hal = unix.SimHAL() if io is None else unix.SimIO(c["link"], int(io["base_port"]),
                                                               io.get("host", "127.0.0.1"))
             self.agents.append(LinkAgent(c, hal))
+            auth.guard(self.agents[-1], dict(c, auth=cfg.get("auth", c.get("auth"))))
         self.ports = []
         self.nodes = []
         if self.name == "unix-pty":

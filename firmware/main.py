@@ -6,7 +6,7 @@ import json
 import sys
 import time
 
-from firmware import boards, safety
+from firmware import auth, boards, safety
 from firmware.agent import LinkAgent
 from firmware.hal import const, ticks_diff
 
@@ -27,6 +27,7 @@ def load_config(path):
 def build(cfg):
     board = boards.make_board(cfg)
     agent = LinkAgent(cfg, board.hal)
+    auth.guard(agent, cfg)   # host commands checked before the agent sees them
     node = board.node(agent)
     return board, agent, node
 

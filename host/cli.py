@@ -51,9 +51,39 @@ def cmd_replay(a):
     return replay.main(a.rundir, a.speed, a.live_address, DEFAULT_PORT if a.live is None else a.live, a.live_wait)
 
 
+def _add_key_flag(p, more=""):
+    p.add_argument("--key", dest="key_file", metavar="FILE", default=os.environ.get("LINKTEAM_KEY") or None,
+                   help="the arm's key file (linkteam keys create; default $LINKTEAM_KEY)" + more)
+
+
+def _key_file(path):
+    """--key PATH checked (host/tools/keys.py): the path, or UsageError."""
+    from host.tools import keys
+    if path is not None:
+        try:
+            keys.load(path)
+        except keys.KeyError_ as e:
+            raise UsageError(str(e)) from None
+    return path
+
+
+def cmd_keys(a):
+    from host.tools import keys
+    try:
+        keys.create(a.path, rotate=a.action == "rotate")
+        print("%s: key %s %s (mode 0600); %s" % (
+            a.path, keys.fingerprint(keys.load(a.path)), "rotated" if a.action == "rotate" else "created",
+            "flash it onto every board (linkteam flash --key)" if a.action == "rotate" else
+            "linkteam flash --key provisions it, linkteam run --key uses it"))
+    except keys.KeyError_ as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
 def cmd_run(a):
     from host.run import print_summary, run_scenario
     sc = load(a.scenario)
+    sc.key_file = _key_file(a.key_file)
     if a.mode == "hil":
         from host.runners.hil import parse_ports
         if not a.ports:
@@ -262,9 +292,13 @@ def cmd_flash(a):
     targets = flash.parse_map(a.chain) if a.chain else {a.link: a.port}
     for link in sorted(targets):   # every target checked before any board is touched
         flash.check_target(sc, link, a.board, bus)
+    key = _key_file(a.key_file)
+    if key is None and sc.auth != "unauthenticated":
+        raise UsageError("--key FILE (linkteam keys create FILE): a board without a key refuses to run, "
+                         "unless the scenario says [bus] auth = \"unauthenticated\"")
     for link, port in sorted(targets.items()):
         try:
-            flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines)
+            flash.flash(port, link, sc, board=a.board, bus=bus, lines=a.lines, key_file=key)
         except flash.FlashError as e:
             if e.status is None:
                 raise
@@ -305,7 +339,8 @@ def cmd_boards(a):
 def cmd_config(a):
     from host.tools import flash
     if a.action == "dump":
-        cfg = flash.dump_config(a.port)
+        from firmware.auth import redacted
+        cfg = redacted(flash.dump_config(a.port))   # a key written inline never shown
         text = json.dumps(cfg, indent=2)
         if a.file:
             try:
@@ -334,6 +369,7 @@ def cmd_config(a):
 
 def cmd_scan(a):
     from bus_protocol import states
+    from host.tools.node import signer_for
     from host.runners.hil import UART_BAUDS, open_ports, parse_ports, scan
     if not 1 <= a.max_links <= MAX_LINKS:
         raise UsageError("--max-links must be 1-%d (bus addresses), not %d" % (MAX_LINKS, a.max_links))
@@ -347,7 +383,7 @@ def cmd_scan(a):
     for spec in specs:
         tr = open_ports(spec, a.max_links)
         try:
-            found = scan(tr, a.max_links, timeout=a.timeout)
+            found = scan(tr, a.max_links, timeout=a.timeout, signer=signer_for(a.key_file))
         finally:
             tr.close()
         print("%s: %s" % (spec, "%d node(s)" % len(found) if found else "no answer"))
@@ -392,6 +428,7 @@ def _add_node_command(sub):
     j.add_argument("--scenario", help="check --torque against the link's u_sat in this scenario first")
     z = acts.add_parser("zero", help="encoder offset: the joint reads --at where it stands (saved)")
     z.add_argument("--at", type=float, default=0.0, help="the position it reads now (rad or m; default 0)")
+    _add_key_flag(n)
     n.set_defaults(fn=cmd_node)
 
 
@@ -415,9 +452,9 @@ def cmd_budget(a):
         elif a.board and not a.from_run:
             import json
             with open(a.results) as f:
-                compute = hop_compute.board_compute(json.load(f), a.board)
+                compute = hop_compute.board_compute(json.load(f), a.board, a.auth == "on")
         print(budget.report(a.links, a.bus, a.rate, plant=a.plant, compute=compute, topology=a.topology,
-                            kinematic_copies=a.kinematic_copies))
+                            kinematic_copies=a.kinematic_copies, auth=a.auth == "on"))
     except (ValueError, OSError, RuntimeError) as e:   # RuntimeError: flash.FlashError (mpremote)
         sys.stderr.write("linkteam budget: %s\n" % e)
         return 2
@@ -471,7 +508,15 @@ def _add_run_command(sub):
                    help="with --live: hold the first tick until a client subscribes, at most S seconds")
     r.add_argument("--gains-anyway", action="store_true", help="run with tuned gains even when they were tuned "
                    "on another arm (run.log and summary.json gains_from say so)")
+    _add_key_flag(r, "; without one in-process and processes runs make an ephemeral key")
     r.set_defaults(fn=cmd_run)
+
+
+def _add_keys_command(sub):
+    k = sub.add_parser("keys", help="create or rotate an arm's key for authenticated host commands (docs/security.md)")
+    k.add_argument("action", choices=("create", "rotate"))
+    k.add_argument("path", help="the key file (written mode 0600; its freshness state beside it as PATH.fv)")
+    k.set_defaults(fn=cmd_keys)
 
 
 def _add_replay_command(sub):
@@ -542,6 +587,7 @@ def _add_flash_command(sub):
     f.add_argument("--bus-json", help='bus settings for config.json, e.g. \'{"base_port": 47000}\'')
     f.add_argument("--lines", action="store_true", help="keep line numbers in the .mpy files: tracebacks "
                    "name the line (about 1.3 KB more RAM on a Cortex-M4F; host/tools/flash.py MPY_OPT)")
+    _add_key_flag(f, ", provisioned onto the board (/auth.key)")
     f.set_defaults(fn=cmd_flash)
 
 
@@ -563,6 +609,7 @@ def _add_scan_command(sub):
     s_ = sub.add_parser("scan", help="find the nodes on a bus by broadcast ping")
     s_.add_argument("--ports", required=True, help="udp:BASE | serial:PATH[@BAUD] | can:IFACE:CHANNEL")
     s_.add_argument("--max-links", type=int, default=32)
+    _add_key_flag(s_)
     s_.add_argument("--timeout", type=float, default=1.0)
     s_.set_defaults(fn=cmd_scan)
 
@@ -594,6 +641,9 @@ def _add_budget_command(sub):
                    help="with --from-run: the run's median or largest count per phase")
     g.add_argument("--kinematic-copies", type=int, default=1, choices=(1, 2, 3),
                    help="each K_i sent this many times (a scenario's [bus] kinematic_copies)")
+    g.add_argument("--auth", choices=("on", "off"), default="on",
+                   help="the host's COMMAND, CONFIG and GOAL authenticated (a scenario's [bus] auth; with "
+                        "--board the hops measured with the check, make mcu-bench)")
     g.set_defaults(fn=cmd_budget)
 
 
@@ -618,7 +668,8 @@ def parser():
                 _add_config_command,
                 _add_scan_command,
                 _add_node_command,
-                _add_budget_command):
+                _add_budget_command,
+                _add_keys_command):
         add(sub)
     return p
 

@@ -23,6 +23,9 @@ _INF = float("inf")
 SILENT = -1   # time series state of a link whose torque did not come in its tick (runners/base.py)
 
 
+STATUS_REPLAY = 8   # STATUS values: auth_rejected replay (bus_protocol/SPEC.md §4)
+
+
 class HostController:
     def __init__(self, sc):
         self.sc = sc
@@ -31,6 +34,7 @@ class HostController:
         self.rmdac = RMDAC(coordinate_gains(sc.rmdac, sc.task))
         self.decoder = m.Decoder()
         self.seq = 0
+        self.signer = None    # host/tools/keys.Signer: protects COMMAND, CONFIG and GOAL
         self.traj = None
         base = sc.arm["base"]
         self.base_packet = tuple(base["quat"]) + tuple(base["pos"]) + (0.0,) * 6
@@ -91,7 +95,7 @@ class HostController:
     def frame(self, mtype, dst, values):
         f = m.encode(mtype, m.HOST, dst, self.seq, values)
         self.seq = (self.seq + 1) & 0xFFFF
-        return f
+        return f if self.signer is None else self.signer.sign(f)
 
     def begin(self, tick, t):
         """Open cycle `tick` at time t (s): SYNC to all, then K_0 to link 1 (`copies`
@@ -201,6 +205,11 @@ class HostController:
             else:
                 self.asserts.append(v)
         elif mtype == m.STATUS:
+            if self.signer is not None and src in self.status and len(v) > STATUS_REPLAY \
+                    and v[STATUS_REPLAY] != self.status[src][STATUS_REPLAY]:
+                # the node refused frames as replays: it restarted and takes only a block
+                # it has not seen (firmware/auth.py), or someone replays; a new one either way
+                self.signer.new_block()
             self.status[src] = v
             if 1 <= src <= self.n:
                 self.fault_bits[src - 1] = v[2]

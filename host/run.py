@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bus_protocol import states
+from firmware.auth import REASONS
 from host.report import critical_path, metrics, plots, run_dir
 from host.runners.base import ControlLoop
 from host.scenario.loader import ScenarioError
@@ -127,6 +128,8 @@ def _summary(sc, loop, stats, arr, mode, steal0):
     summary["collisions"] = int(loop.plant.collisions)
     summary["bus_errors"] = {"host_bad_frames": loop.gp.decoder.bad}
     summary["nodes"] = node_health(loop.gp.status)
+    summary["auth"] = loop.auth.summary(loop.gp.status)   # "unauthenticated" said in every summary
+    loop.auth.close()
     summary["nodes_missing"] = loop.gp.status_missing(dead=True)   # no STATUS came (a dead node's never does)
     if sc.controller["kind"] == "multiagent":   # (centralised baselines: no agents)
         _degraded(summary, stats, loop.gp)
@@ -199,7 +202,8 @@ def _degraded(summary, stats, gp):
 def node_health(status):
     """summary.json `nodes`: every link's last STATUS, states and faults by name."""
     return [{"link": link, "state": states.state_name(v[1]), "faults": states.fault_names(v[2]),
-             "bad_frames": v[3], "cycle_us": v[4], "stale_kinematic": v[5], "late": v[6]}
+             "bad_frames": v[3], "cycle_us": v[4], "stale_kinematic": v[5], "late": v[6],
+             "auth_rejected": dict(zip(REASONS, v[7:10]))}
             for link, v in sorted(status.items())]
 
 

@@ -26,8 +26,12 @@ def test_budget_cli_board_and_results_file(tmp_path, capsys):
     f = tmp_path / "results.json"
     f.write_text(json.dumps(RESULTS))
     assert main(["budget", "--links", "10", "--bus", "uart:2000000", "--board", "stm32f4-168mhz",
-                 "--results", str(f)]) == 0
+                 "--results", str(f), "--auth", "off"]) == 0
     assert "k_us 1500" in capsys.readouterr().out
+    # authenticated (the default) needs the hops measured with the check: a clear error, exit 2
+    assert main(["budget", "--links", "10", "--bus", "uart:2000000", "--board", "stm32f4-168mhz",
+                 "--results", str(f)]) == 2
+    assert "mcu.m4f.auth" in capsys.readouterr().err
     assert main(["budget", "--links", "10", "--bus", "uart:2000000", "--compute", "@" + str(f)]) == 0
     assert "goal_us 3000" in capsys.readouterr().out
     # a board whose build was not measured: a clear error, exit 2

@@ -26,7 +26,7 @@ SAMPLES = {
     m.GOAL: (9, 3, 0.5, 0.25, 0.125, 10.0, -20.0, 0.0, 0.0, 0.0, 1.5),
     m.ASSERT: (10, 4, m.KIND_RMOA, 0.1875, 0.0, 0.3125, -1.0, 2.0, 0.0, 0.0, 0.0, 0.0),
     m.TORQUE: (11, 2.5, 1, 1.0, 0.5, 0.25, 0.0, 0.0, 0.75),
-    m.STATUS: (12, 2, 0x8001, 17, 4321, 3, 65535),
+    m.STATUS: (12, 2, 0x8001, 17, 4321, 3, 65535, 1, 2, 65535),
     m.CONFIG: (0, 200, b'{"dh": [0, 0, 0.3, 0]}\x00\xff'),
     m.COMMAND: (m.CMD_PING, 0.5),
     m.LOG: (b"hello from link 3",),
@@ -57,7 +57,7 @@ def test_constants_and_names():
 
 def test_frame_sizes():
     expect = {m.SYNC: 4, m.JOINT_STATE: 37, m.KINEMATIC: 56, m.GOAL: 41, m.ASSERT: 42,
-              m.TORQUE: 33, m.STATUS: 17, m.CONFIG: 56, m.COMMAND: 5, m.LOG: 56,
+              m.TORQUE: 33, m.STATUS: 23, m.CONFIG: 56, m.COMMAND: 5, m.LOG: 56,
               m.IDENT: 56, m.ESTIMATE: 44, m.TIMING: 52}
     for t, size in expect.items():
         assert m.payload_size(t) == size

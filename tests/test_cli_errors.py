@@ -1,6 +1,7 @@
 """Every `linkteam` command given bad input answers with one line naming what is wrong and
 exit status 2, never a traceback; an unexpected error is one line naming the log that
 holds its traceback (host/cli.py _call)."""
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,13 @@ def bad_inputs(tmp):
     not_json.write_text("{link: 1")
     wrong_json = tmp / "cfg.json"
     wrong_json.write_text("[1, 2]")
+    from host.tools import keys
+    key = str(tmp / "arm.key")
+    if not os.path.exists(key):
+        keys.create(key)
+    open_key = tmp / "open.key"
+    open_key.write_text("00" * 32)
+    open_key.chmod(0o644)
     derived = tmp / "short.toml"
     derived.write_text('extends = "%s"\n[simulation]\nduration = -1.0\n' % HIL2)
     notrun = tmp / "notrun"
@@ -49,7 +57,13 @@ def bad_inputs(tmp):
         (["flash", "--port", "/nonexistent", "--link", "1", "--scenario", HIL2, "--bus-json", "{base"], "--bus-json"),
         (["flash", "--chain", "1/dev/x", "--scenario", HIL2], "--chain"),
         (["flash", "--port", "/nonexistent", "--link", "1", "--scenario", HIL2, "--board", "unix-udp",
-          "--bus-json", '{"base_port": 47000}'], "/nonexistent"),
+          "--bus-json", '{"base_port": 47000}', "--key", key], "/nonexistent"),
+        (["flash", "--port", "/nonexistent", "--link", "1", "--scenario", HIL2, "--board", "unix-udp",
+          "--bus-json", '{"base_port": 47000}'], "--key"),   # a board without a key refuses to run
+        (["flash", "--port", "/nonexistent", "--link", "1", "--scenario", HIL2, "--board", "unix-udp",
+          "--bus-json", '{"base_port": 47000}', "--key", str(open_key)], "chmod 600"),
+        (["keys", "create", key], "exists"),
+        (["keys", "rotate", str(tmp / "none.key")], "no key to rotate"),
         (["config", "dump", "--port", "/nonexistent"], "/nonexistent"),
         (["config", "restore", "--port", "/nonexistent"], "--file"),
         (["config", "restore", "--port", "/nonexistent", "--file", str(not_json)], "not JSON"),
@@ -93,6 +107,7 @@ def bad_inputs(tmp):
 
 def test_every_command_answers_bad_input_in_one_line_with_status_2(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINKTEAM_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.delenv("LINKTEAM_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     failures = []
     for argv, word in bad_inputs(tmp_path):

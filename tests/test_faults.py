@@ -221,7 +221,7 @@ def test_status_is_asked_for_again_where_it_was_lost(tmp_path):
         def send(self, frame):
             self.rounds += 1
             lost = {1: {2, 3, 9}, 2: {3}}.get(self.rounds, set())
-            self.queue = [m.encode(m.STATUS, i, m.HOST, 0, (0, 1, 0, 0, 0, 0, 0))
+            self.queue = [m.encode(m.STATUS, i, m.HOST, 0, (0, 1, 0, 0, 0, 0, 0, 0, 0, 0))
                           for i in range(1, 11) if i not in lost and i != 7]
 
         def recv(self, timeout):

@@ -51,6 +51,18 @@ def daemons(*argvs, **popen):
                 p.wait()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def arm_key(tmp_path_factory):
+    """The arm's key (linkteam keys create), in $LINKTEAM_KEY for every command here: the
+    boards are flashed with it and check the host's commands (docs/security.md)."""
+    from host.tools import keys
+    path = str(tmp_path_factory.mktemp("key") / "arm.key")
+    keys.create(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LINKTEAM_KEY", path)
+        yield path
+
+
 @pytest.fixture
 def two_vboards(tmp_path):
     paths = [tmp_path / ("board%d" % i) for i in (1, 2)]
@@ -94,6 +106,7 @@ def run_hil(path, sc, ref, out, ports):
     run's to the last digit on any machine load. A wall-clock run's deadlines depend on
     the load (a 100 ms tick missed here once while another job ran SCHED_FIFO processes);
     the wall-clock schedule is tested on a scripted clock and by test_processes.py."""
+    sc.key_file = os.environ["LINKTEAM_KEY"]
     s, out = run_scenario(sc, out, mode="hil", quiet=True, make_plots=False, ports=ports, lockstep=True)
     assert s["status"] == "ok", s["reason"]
     assert s["mode"] == "hil" and s["clock"] == "synthetic"

@@ -26,10 +26,12 @@ def _scenario(path, duration=None, **payload):
 
 
 def _record(sc, links):
-    """Run in process; every frame agents `links` received, in order."""
+    """Run in process; every frame agents `links` received, in order (plain host frames:
+    mp_replay.py feeds them to agents that check no host commands)."""
+    sc.auth = "unauthenticated"
     loop = ControlLoop(sc, "inprocess")
     bus = inprocess.LoopbackBus([], loop.gp.on_frame)
-    bus.agents = inprocess.make_agents(sc, bus.send)
+    bus.agents = inprocess.make_agents(sc, bus.send, loop.auth)
     frames = {i: [] for i in links}
     for i in links:
         a = bus.agents[i - 1]

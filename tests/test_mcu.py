@@ -6,6 +6,7 @@ Needs qemu-system-arm, arm-none-eabi-gcc with newlib and MICROPY_SRC (a MicroPyt
 source tarball; `make test` and .ci/run provide them); otherwise skipped."""
 import contextlib
 import io
+import runpy
 
 import pytest
 
@@ -152,3 +153,15 @@ def test_frozen_armv6m_native_code_is_word_aligned(firmware):
     assert any("LinkAgent_actuate[" in line for line in native)
     assert native and all("aligned (4)" in line for line in native), \
         [line.split("[")[0] for line in native if "aligned (4)" not in line][:5]
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_mac_vectors_and_node_check_on_emulated_mcu_match_cpython(firmware, name):
+    """tests/mp/mp_auth.py on the board: RFC 4231's HMAC-SHA256 vectors, the SPEC's protected
+    frames and a node's check through a restart print what they print under CPython
+    (tests/test_auth.py checks those lines against RFC 4231 and the SPEC)."""
+    board = mcu.run(name, firmware[name], "import mp_auth", timeout=300)
+    lines = [ln for ln in board.splitlines() if ln.split(" ", 1)[0] in
+             ("rfc4231", "vector", "node", "store", "nokey", "unauthenticated")]
+    want = _stdout(lambda: runpy.run_path(str(REPO / "tests" / "mp" / "mp_auth.py"), run_name="mp_auth"))
+    assert lines == want.splitlines()

@@ -238,7 +238,7 @@ def scripted_run(exchange_cost=CYCLE, answer_by_deadline=False, skip_tick=None, 
     pause of 30 ms is absorbed at tick `pause_at`. -> (loop, clock)"""
     loop = ControlLoop(scenario("hil2.toml", seconds=0.5, control_rate_hz=1 / PERIOD), "inprocess")
     bus = inprocess.LoopbackBus([], loop.gp.on_frame)
-    bus.agents = inprocess.make_agents(loop.sc, bus.send)
+    bus.agents = inprocess.make_agents(loop.sc, bus.send, loop.auth)
     clock = ScriptedClock(late)
     stalled = []
 

@@ -33,7 +33,7 @@ def _one_cycle(sc):
     from host.runners.inprocess import LoopbackBus, make_agents
     loop = ControlLoop(sc, "inprocess")
     bus = LoopbackBus([], loop.gp.on_frame)
-    bus.agents = make_agents(sc, bus.send)
+    bus.agents = make_agents(sc, bus.send, loop.auth)
     bus.run(loop.hw.sense_frames(0) + loop.gp.begin(0, 0.0))
     return loop
 

@@ -76,6 +76,23 @@ def measure(name, lines=False):
     cost = "import mp_fault_cost\nmp_fault_cost.main(40, 1)"
     out["fault_cost"] = parse_cost(mcu.run(name, elf, native + cost))
     out["python"]["fault_cost"] = parse_cost(mcu.run(name, elf, cost))
+    out["auth"] = measure_auth(name, elf, native)
+    return out
+
+
+def measure_auth(name, elf, native):
+    """Authenticated host commands (bus_protocol/SPEC.md §9): the cycle with the node
+    checking a protected GOAL (benchmarks/mp_node_cycle.py main(auth=True)), and the MAC,
+    a check, a forgery refused and a frame signed alone (benchmarks/mp_auth_cost.py)."""
+    authed = parse(mcu.run(name, elf, native + "mp_node_cycle.main(auth=True)"))
+    out = {k: authed[k] for k in PHASES + ("alloc_bytes_per_cycle",)}
+    text = mcu.run(name, elf, native + "import mp_auth_cost\nmp_auth_cost.main()")
+    for line in text.splitlines():
+        f = line.split()
+        if line.startswith("AUTH ") and len(f) == 3:
+            out[f[1]] = int(round(float(f[2]) * 1000))
+    if "check_goal" not in out:
+        raise mcu.McuError("the board printed no AUTH lines:\n%s" % text[-2000:])
     return out
 
 
@@ -117,6 +134,10 @@ def table(res):
     rows.append("split (instructions): the node alone (the agent taking nothing), the agent alone")
     for key in sorted(res[names[0]].get("split", {})):
         row("  " + key, lambda r, key=key: r.get("split", {}).get(key, -1))
+    rows.append("authenticated (a protected GOAL checked: bus_protocol/SPEC.md §9):")
+    for p in ("goal_hop", "cycle", "mac", "check_goal", "reject_forged", "sign_goal"):
+        row("  " + p, lambda r, p=p: r.get("auth", {}).get(p, -1))
+    row("  bytes allocated per cycle", lambda r: r.get("auth", {}).get("alloc_bytes_per_cycle", -1))
     rows.append("without linkcore (the frozen pure Python):")
     for p in ("sync", "k_hop", "goal_hop", "cycle"):
         row("  " + p, lambda r, p=p: r["python"][p])

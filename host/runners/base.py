@@ -10,6 +10,7 @@ import numpy as np
 
 from host.controller import SILENT, HostController
 from host.report.run_dir import Recorder
+from host.tools.keys import RunAuth
 from host.runners.stats import RunStats
 from host.trajectory import Trajectory, orientation_error, quat_from_matrix
 from sim_host.fault_injection import FaultSet
@@ -41,6 +42,8 @@ class ControlLoop:
         clearances = [b["rmoa"]["clearance"] for b in sc.behaviours if "rmoa" in b]
         self.hw = VirtualHardware(self.plant, max(clearances) if clearances else 0.0)
         self.gp = HostController(sc)
+        self.auth = RunAuth(getattr(sc, "auth", "on"), getattr(sc, "key_file", None))
+        self.gp.signer = self.auth.signer
         self.faults = FaultSet(sc.faults)
         self.paths = obstacle_paths(sc)
         self.rec = Recorder(sc.n)

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from bus_protocol import framing
+from firmware import auth
 from host.tools import mcu
 from host.runners import processes
 from host.transports.stream import FdStreamTransport
@@ -144,7 +145,9 @@ class BoardCluster(processes.Cluster):
             has_down = i + 1 < len(downs)
             cfg.update(board="mps2-uart", joint_uart=3, systick_count_at=self.systick_at, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
                        bus={"up": 1, "down": 2 if has_down else None, "ring": ring, "overhear": overhear})
-            (self.dir / ("link%02d.json" % (i + 1))).write_text(json.dumps(cfg))
+            if self.run_auth is not None:   # typed in (raw REPL: not echoed), never written down
+                cfg["auth"] = self.run_auth.node_auth()
+            (self.dir / ("link%02d.json" % (i + 1))).write_text(auth.dumps_safe(cfg))
             joint = joints[i][1].detach()
             self.fds.append(joint)
             serials = ["stdio", ups[i], downs[i + 1] if has_down else "null", joint]
@@ -160,7 +163,8 @@ class BoardCluster(processes.Cluster):
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log, pass_fds=fds,
                              cwd=str(processes.ROOT), start_new_session=True)
         # typed ahead into the REPL on UART0: QEMU takes a byte when the UART has room
-        p.stdin.write(("\r".join(BOOT) % cfg_json + "\r").encode())
+        # the raw REPL (Ctrl-A .. Ctrl-D): the config, key and all, is not echoed to the log
+        p.stdin.write(b"\x01" + ("\n".join(BOOT) % cfg_json).encode() + b"\x04")
         p.stdin.flush()
         return p
 

@@ -58,12 +58,13 @@ def open_ports(spec, n):
         raise UsageError("--ports %s: cannot open it: %s" % (spec, e)) from None
 
 
-def scan(transport, n_max=32, timeout=1.0, rounds=3):
-    """Broadcast PING; every node answers STATUS. -> {link: STATUS values}"""
+def scan(transport, n_max=32, timeout=1.0, rounds=3, signer=None):
+    """Broadcast PING (signed by `signer`, host/tools/keys.Signer, where the nodes check
+    host commands); every node answers STATUS. -> {link: STATUS values}"""
     dec = m.Decoder()
     found = {}
     for r in range(rounds):
-        transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, r, (m.CMD_PING, 0.0)))
+        transport.send(wallclock.signed(signer, m.encode(m.COMMAND, m.HOST, m.BROADCAST, r, (m.CMD_PING, 0.0))))
         end = time.perf_counter() + timeout / rounds
         while time.perf_counter() < end:
             f = transport.recv(max(0.0, end - time.perf_counter()))
@@ -73,11 +74,11 @@ def scan(transport, n_max=32, timeout=1.0, rounds=3):
     return found
 
 
-def wait_for_links(transport, n, timeout=15.0):
+def wait_for_links(transport, n, timeout=15.0, signer=None):
     end = time.perf_counter() + timeout
     found = {}
     while time.perf_counter() < end:
-        found.update(scan(transport, n, timeout=0.5, rounds=1))
+        found.update(scan(transport, n, timeout=0.5, rounds=1, signer=signer))
         if all(i in found for i in range(1, n + 1)):
             return found
     raise Aborted("links %s did not answer a ping on the bus" % sorted(set(range(1, n + 1)) - set(found)))
@@ -107,11 +108,11 @@ def run(loop, progress=None, ports=None, lockstep=False, real_plant=False, slowd
     tr = open_ports(ports, loop.sc.n)
     try:
         try:
-            wait_for_links(tr, loop.sc.n)
+            wait_for_links(tr, loop.sc.n, signer=loop.gp.signer)
         except Aborted as e:
             stats.abort(str(e))
             return stats
-        wallclock.reset_links(tr, lockstep)
+        wallclock.reset_links(tr, lockstep, loop.gp.signer)
         if real_plant:   # the boards read their own encoders: send no joint states
             loop.hw.sense_frames = lambda tick: []
         stats.figures_from = FIGURES_FROM[bool(real_plant)]

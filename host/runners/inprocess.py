@@ -5,6 +5,7 @@ from collections import deque
 
 from bus_protocol import medium
 from bus_protocol import messages as m
+from firmware import auth
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 
@@ -121,6 +122,8 @@ class FaultyBus(LoopbackBus):
             elif not down and i + 1 in self.down:
                 self.down.discard(i + 1)
                 self.agents[i] = self.make_agent(i, FaultyBus._Port(self, i + 1))
+                if self.gp.signer is not None:   # its boot line heard (processes.Cluster.restart):
+                    self.gp.signer.new_block()   # a block it has not seen (firmware/auth.py)
 
     def deliver_at(self, t, f):
         self.now = t
@@ -163,8 +166,18 @@ def core_name(agent):
     return "python" if core is None else getattr(core, "__name__", type(core).__name__)
 
 
-def make_agents(sc, send):
-    return [LinkAgent(cfg, SimHAL(send)) for cfg in sc.agent_configs]
+def make_agent(sc, i, send, run_auth=None):
+    """Link i+1's agent; with a run's RunAuth (host/tools/keys.py) behind its check of
+    host commands (firmware/auth.py), its highest block kept across its restarts as a
+    board's flash keeps it."""
+    a = LinkAgent(sc.agent_configs[i], SimHAL(send))
+    if run_auth is not None:
+        auth.guard(a, {"auth": run_auth.node_auth()}, run_auth.stores.setdefault(i, auth.MemBlock()))
+    return a
+
+
+def make_agents(sc, send, run_auth=None):
+    return [make_agent(sc, i, send, run_auth) for i in range(sc.n)]
 
 
 def run(loop, progress=None):
@@ -173,15 +186,15 @@ def run(loop, progress=None):
     depth = max([len(c.get("neighbours", {}).get("dh", ())) for c in sc.agent_configs] + [0])
     if loop.faults:
         bus = FaultyBus([], loop.gp, loop.faults, 1.0 / sc.control_rate_hz,
-                        lambda i, port: LinkAgent(sc.agent_configs[i], SimHAL(port)))
-        bus.agents = [LinkAgent(cfg, SimHAL(FaultyBus._Port(bus, i + 1))) for i, cfg in enumerate(sc.agent_configs)]
+                        lambda i, port: make_agent(sc, i, port, loop.auth))
+        bus.agents = [make_agent(sc, i, FaultyBus._Port(bus, i + 1), loop.auth) for i in range(sc.n)]
 
         def exchange(frames, k, deadline):
             bus.tick(loop.t)
             bus.run(frames)
     else:
         bus = LoopbackBus([], loop.gp.on_frame)
-        bus.agents = make_agents(sc, bus.send)
+        bus.agents = make_agents(sc, bus.send, loop.auth)
 
         def exchange(frames, k, deadline):
             bus.run(frames)

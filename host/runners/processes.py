@@ -78,8 +78,9 @@ class Cluster:
     def __init__(self, sc, bus="uart", baud=0, workdir=None, ready_timeout=30.0, idle_exit_ms=20000,
                  wire="socket", entry="from firmware import main\nmain.run(%r)\n", extra_path=None,
                  joint_io="wire", heapsize="256K", realtime=True, topology="ring", grouping=None,
-                 bus_faults=(), fault_seed=0):
+                 bus_faults=(), fault_seed=0, run_auth=None):
         self.sc, self.bus, self.baud = sc, bus, baud
+        self.run_auth = run_auth        # host/tools/keys.RunAuth: what each node is given
         self.groups = node_groups(sc.n, grouping)   # (first, last) link of each node process
         if topology not in ("ring", "chain"):
             raise ValueError("topology must be ring or chain, not %r" % topology)
@@ -146,6 +147,8 @@ class Cluster:
                 cfgs[i]["io"] = {"base_port": io_base}
         overhear = max([len(c.get("neighbours", {}).get("dh", ())) for c in cfgs] + [0])
         for i in range(n):
+            if self.run_auth is not None:   # the key in a private file outside the run directory
+                cfgs[i]["auth"] = self.run_auth.node_auth_file(self.groups[i][0])
             cfgs[i]["idle_exit_ms"] = self.idle_exit_ms
             if overhear:   # neighbours' packets: CAN filters take them, UART nodes pass them on
                 cfgs[i]["bus"]["overhear"] = overhear
@@ -249,9 +252,14 @@ class Cluster:
             msg = dec.decode(f)
             if msg and msg[0] == m.LOG and msg[1] == link and bytes(msg[4][0]).startswith(b"ready"):
                 break
-        # its configuration, like the ready exchange, is not subject to injected bus faults
+        # it takes nothing of the host's block from before its restart: a new one
+        # (firmware/auth.py); its configuration, like the ready exchange, is not subject
+        # to injected bus faults
+        signer = self.run_auth.signer if self.run_auth is not None else None
+        if signer is not None:
+            signer.new_block()
         getattr(self.transport, "inner", self.transport).send(
-            m.encode(m.COMMAND, m.HOST, link, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
+            wallclock.signed(signer, m.encode(m.COMMAND, m.HOST, link, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0))))
 
     def _node_config(self, group):
         """One node's config: its link's, or for several links the group of them."""
@@ -360,6 +368,8 @@ class Cluster:
         self._close_fds()
         for log in self.logs:
             log.close()
+        if self.run_auth is not None:   # the nodes' key file goes with them
+            self.run_auth.close()
         self.logs = []
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -491,7 +501,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     try:
         cluster = (make_cluster or Cluster)(loop.sc, bus=bus, baud=baud, wire=wire, joint_io=joint_io,
                           topology=topology, grouping=grouping, bus_faults=specs,
-                          fault_seed=loop.faults.seed, workdir=workdir).__enter__()
+                          fault_seed=loop.faults.seed, workdir=workdir, run_auth=loop.auth).__enter__()
         stats.grouping = group_name(cluster.groups)
     except (Aborted, RuntimeError, ValueError) as e:
         stats.abort(str(e))
@@ -502,7 +512,7 @@ def run(loop, progress=None, bus="uart", baud=0, lockstep=False, wire="socket", 
     pauses = None
     try:
         stats.node_ready = cluster.ready_lines
-        wallclock.reset_links(cluster.transport, lockstep)
+        wallclock.reset_links(cluster.transport, lockstep, loop.gp.signer)
         cpu0, host0 = cluster.cpu_seconds(), os.times()
         crashes = loop.faults.of(("node_crash",))
         if lockstep:

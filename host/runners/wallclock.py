@@ -298,11 +298,16 @@ class Exchange:
             self.t_goal = time.perf_counter()
 
 
-def reset_links(transport, lockstep):
+def signed(signer, frame):
+    """frame as the host sends it: protected where the run authenticates (host/tools/keys.py)."""
+    return frame if signer is None else signer.sign(frame)
+
+
+def reset_links(transport, lockstep, signer=None):
     """COMMAND RESET to every link before the first tick: a fresh run, and its clock
     (arg 1: synthetic, no time passes between SYNCs, so the links' silent-bus watchdog
     is off and a host or link held up between or within ticks changes nothing)."""
-    transport.send(m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0)))
+    transport.send(signed(signer, m.encode(m.COMMAND, m.HOST, m.BROADCAST, 0, (m.CMD_RESET, 1.0 if lockstep else 0.0))))
 
 
 def collect_status(gp, transport, timeout=3.0, tries=6):

@@ -46,6 +46,8 @@ class Scenario:
         self.faults = raw["fault"]
         self.driver_timeout_ticks = rob["driver_timeout_ticks"]
         self.kinematic_copies = raw["bus"]["kinematic_copies"]
+        self.auth = raw["bus"]["auth"]
+        self.key_file = None   # the arm's key (linkteam run --key); None: one per run
         if self.kinematic_copies > 1:
             for cfg in self.agent_configs:
                 cfg["kinematic_copies"] = self.kinematic_copies

@@ -114,7 +114,11 @@ SCHEMA = {
     # the kinematic bus's time redundancy (thesis 7.6.1 "redundant communication"): every
     # K_i (K_0 from the host too) goes out this many times back to back; receivers take
     # the first copy of a tick and drop the rest (firmware/agent.py LinkAgent.compose)
-    "bus": {"kinematic_copies": F("int", 1, 1, 3)},
+    # auth: the host's COMMAND, CONFIG and GOAL frames carry a freshness value and a MAC
+    # (bus_protocol/SPEC.md §9, docs/security.md); "commands": COMMAND and CONFIG only (the
+    # GOAL check's cost off the cycle: docs/security.md); "unauthenticated": none, said in every summary
+    "bus": {"kinematic_copies": F("int", 1, 1, 3),
+            "auth": F("str", "on", choices=("on", "commands", "unauthenticated"))},
     "rmdac": {"linear": GAINS, "rotation": GAINS},
     "trajectory": {"knot": ("array", KNOT)},
     "obstacle": ("array", OBSTACLE),

@@ -45,7 +45,7 @@ def inprocess(n, duration):
             spent[0] += time.thread_time_ns() - t0
         return call
 
-    bus.agents = make_agents(loop.sc, bus.send)
+    bus.agents = make_agents(loop.sc, bus.send, loop.auth)
     for a in bus.agents:
         a.receive = timed(a.receive)
     t0 = time.perf_counter()

@@ -1,0 +1,1 @@
+"""Tools beside a run: keys."""

@@ -52,15 +52,16 @@ def parse_bus(spec):
     raise ValueError("bus: %s, not %r" % (BUS_FORMS, spec))
 
 
-def uart_bytes(mtype):
-    return m.frame_size(mtype) + medium.UART_FRAME_EXTRA
+def uart_bytes(mtype, auth=False):
+    return m.frame_size(mtype, auth) + medium.UART_FRAME_EXTRA
 
 
-def frame_seconds(kind, rate, data_rate, mtype):
-    """Time one logical frame occupies the line (nominal bits, no stuffing)."""
-    n = m.frame_size(mtype)
+def frame_seconds(kind, rate, data_rate, mtype, auth=False):
+    """Time one logical frame occupies the line (nominal bits, no stuffing); `auth`: the
+    host's frames protected (bus_protocol/SPEC.md §9)."""
+    n = m.frame_size(mtype, auth)
     if kind == "uart":
-        return medium.uart_seconds(uart_bytes(mtype), rate)
+        return medium.uart_seconds(uart_bytes(mtype, auth), rate)
     if kind == "can":      # fragments of 1 control + 7 data bytes, extended id: 67 + 8*dlc bits
         frags = math.ceil(n / 7.0)
         last = n - 7 * (frags - 1)
@@ -99,9 +100,9 @@ class _Line:
         return self.free
 
 
-def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+def simulate(n, bus, plant="bus", compute=None, topology="ring", kinematic_copies=1, auth=False):
     """One cycle -> dict(latency_s, k_n_s, line_busy_s (busiest line), ...)."""
-    return _Cycle(n, bus, plant, compute, topology, kinematic_copies).run()
+    return _Cycle(n, bus, plant, compute, topology, kinematic_copies, auth).run()
 
 
 class _Cycle:
@@ -109,14 +110,15 @@ class _Cycle:
     (`emit`), take their line's time and arrive (`push`); the host (node 0) and every
     link act on what arrives (`at_host`, `at_link`)."""
 
-    def __init__(self, n, bus, plant, compute, topology, kinematic_copies):
+    def __init__(self, n, bus, plant, compute, topology, kinematic_copies, auth=False):
         kind, rate, data_rate = parse_bus(bus) if isinstance(bus, str) else bus
         self.n, self.kind, self.plant, self.topology, self.copies = n, kind, plant, topology, kinematic_copies
+        self.auth = auth
         c = self.c = dict(DEFAULT_COMPUTE)
         c.update(compute or {})
         self.w = c["wake_us"]
         self.k_us, self.goal_us, self.fwd_us = c["k_us"] + self.w, c["goal_us"] + self.w, c["fwd_us"] + self.w
-        self.t_of = {mt: frame_seconds(kind, rate, data_rate, mt) for mt in
+        self.t_of = {mt: frame_seconds(kind, rate, data_rate, mt, auth) for mt in
                      (m.SYNC, m.JOINT_STATE, m.KINEMATIC, m.GOAL, m.TORQUE)}
         self.ev = []
         self.seq = 0
@@ -225,7 +227,7 @@ class _Cycle:
     def result(self):
         n, chain, kind = self.n, self.chain, self.kind
         lines = [self.medium] if not chain else self.down[1:n + 1] + self.up[1:n + 1] + [self.ret, self.ret_in]
-        bytes_cycle = sum(cnt * (uart_bytes(mt) if chain else m.frame_size(mt))
+        bytes_cycle = sum(cnt * (uart_bytes(mt, self.auth) if chain else m.frame_size(mt, self.auth))
                           for mt, cnt in cycle_frames(n, self.plant, self.copies))
         busiest = max(ln.busy for ln in lines)
         return {"bus": kind, "links": n, "topology": self.topology if chain else None, "latency_s": self.t_end,
@@ -250,18 +252,19 @@ def board_verdicts(results, links=(10, 20), rates=(120.0, 500.0),
     return rows
 
 
-def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1):
+def report(n, bus, rate, plant="bus", compute=None, topology="ring", kinematic_copies=1, auth=False):
     if n < 1:
         raise ValueError("--links must be at least 1, not %d" % n)
     if n > m.MAX_LINKS:
         raise ValueError("--links must be at most %d (bus addresses), not %d" % (m.MAX_LINKS, n))
     if not 0 < rate < float("inf"):
         raise ValueError("--rate must be a finite positive number of Hz, not %g" % rate)
-    r = simulate(n, bus, plant, compute, topology, kinematic_copies)
+    r = simulate(n, bus, plant, compute, topology, kinematic_copies, auth)
     period = 1.0 / rate
     lines = ["%d links on %s%s, plant %r%s: the cycle ends when %s" % (
                  n, bus, " (%s)" % topology if r["topology"] else "", plant,
-                 ", %d copies of each K_i" % kinematic_copies if kinematic_copies > 1 else "", PLANTS[plant][2]),
+                 ", %d copies of each K_i" % kinematic_copies if kinematic_copies > 1 else "", PLANTS[plant][2])
+             + ("; host commands and GOAL authenticated" if auth else "; unauthenticated"),
              "  bytes per cycle (all frames)     %8d" % r["bytes_per_cycle"],
              "  busiest line per cycle           %8.3f ms" % (r["busiest_line_s"] * 1e3),
              "  K_N at the host                  %8.3f ms" % (r["k_n_s"] * 1e3),

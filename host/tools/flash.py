@@ -168,7 +168,21 @@ def link_config(sc, link, board, bus=None, extra=None):
     return cfg
 
 
-def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print, lines=False):
+def auth_config(sc, key_file):
+    """A board's `auth` config (firmware/auth.py): its key in /auth.key beside it (never in
+    /config.json), its highest block in /auth.block, and the lowest block it takes: the
+    one the host starts next with this key (host/tools/keys.py)."""
+    if sc.auth == "unauthenticated":
+        return "unauthenticated"
+    from host.tools import keys
+    return {"key_file": "/" + BOARD_KEY, "block_file": "/auth.block", "goal": sc.auth == "on",
+            "floor": keys.BlockState(key_file + ".fv").next()}
+
+
+BOARD_KEY = "auth.key"
+
+
+def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=print, lines=False, key_file=None):
     """Copy the firmware and link `link`'s config onto the board at `port`, then reset it and
     wait for the agent's boot line: FlashError (status 1, the board's own lines) if it
     does not boot."""
@@ -184,8 +198,14 @@ def flash(port, link, sc, board=None, bus=None, verify=True, reset=True, log=pri
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = build(info["arch"], tmp / "build", lines)
-        cfg = link_config(sc, link, board, bus)
+        cfg = link_config(sc, link, board, bus, {"auth": auth_config(sc, key_file)})
         (tmp / "build" / "config.json").write_text(json.dumps(cfg))
+        if key_file is not None and cfg["auth"] != "unauthenticated":
+            from host.tools import keys
+            fd = os.open(tmp / "build" / BOARD_KEY, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(keys.load(key_file).hex())
+            files[BOARD_KEY] = (tmp / "build" / BOARD_KEY).read_bytes()
         (tmp / "build" / "main.py").write_text(BOOT_MAIN)
         files["config.json"] = (tmp / "build" / "config.json").read_bytes()
         files["main.py"] = BOOT_MAIN.encode()

@@ -64,7 +64,7 @@ BOARDS = {
 }
 
 
-def board_compute(results, board):
+def board_compute(results, board, auth=False):
     """Per-hop compute (us) of `board` from make mcu-bench's results: a hop's measured
     instructions x cycles per instruction / clock. wake_us is an idle poll round: the
     most a board's loop takes to notice a frame that has arrived (the UART or CAN
@@ -76,6 +76,10 @@ def board_compute(results, board):
     if r is None:
         raise ValueError("benchmarks/results.json has no mcu.%s figures: run make mcu-bench" % build)
     us = cpi / mhz   # microseconds per instruction
+    if auth:   # the hops measured with the node checking a protected GOAL
+        if "auth" not in r:
+            raise ValueError("benchmarks/results.json has no mcu.%s.auth figures: run make mcu-bench" % build)
+        r = r["auth"]
     return {"k_us": r["k_hop"] * us, "goal_us": r["goal_hop"] * us, "fwd_us": r["forward"] * us,
             "wake_us": r["idle_poll"] * us}
 

@@ -58,13 +58,15 @@ def parse_value(key, text):
 class Node:
     """One node on an open transport (host/runners/hil.open_ports)."""
 
-    def __init__(self, transport, link):
+    def __init__(self, transport, link, signer=None):
         self.tr, self.link = transport, link
         self.dec = m.Decoder()
         self.seq = 0
+        self.signer = signer   # host/tools/keys.Signer: the nodes check host commands
 
     def send(self, mtype, values, dst=None):
-        self.tr.send(m.encode(mtype, m.HOST, self.link if dst is None else dst, self.seq, values))
+        f = m.encode(mtype, m.HOST, self.link if dst is None else dst, self.seq, values)
+        self.tr.send(f if self.signer is None else self.signer.sign(f))
         self.seq = (self.seq + 1) & 0xFFFF
 
     def command(self, cmd, arg=0.0):
@@ -101,8 +103,9 @@ class Node:
     def request(self, req):
         """A parameter request (firmware/params.py): the CONFIG blob, then COMMAND PARAM."""
         blob = json.dumps(req).encode()
-        for off in range(0, len(blob), m.CONFIG_MAX_DATA):
-            self.send(m.CONFIG, (off, len(blob), blob[off:off + m.CONFIG_MAX_DATA]))
+        step = m.CONFIG_MAX_DATA if self.signer is None else m.CONFIG_MAX_DATA_AUTH   # room for the trailer
+        for off in range(0, len(blob), step):
+            self.send(m.CONFIG, (off, len(blob), blob[off:off + step]))
         self.command(m.CMD_PARAM)
         return self.param_reply()
 
@@ -144,6 +147,18 @@ def jog(node, velocity, value, seconds, refresh_hz, out):
     return node.status()
 
 
+def signer_for(key_file):
+    """The host's signer for a command-line session with the arm's key (a new block: a
+    host start), or None without a key (nodes flashed "unauthenticated")."""
+    if key_file is None:
+        return None
+    from host.tools import keys
+    try:
+        return keys.Signer(keys.load(key_file), keys.BlockState(key_file + ".fv"))
+    except keys.KeyError_ as e:
+        raise UsageError(str(e)) from None
+
+
 def run(a, out):
     """`linkteam node` (host/cli.py): -> exit status."""
     from host.runners.hil import open_ports, parse_ports
@@ -171,7 +186,7 @@ def run(a, out):
                 raise UsageError("jog --torque %g: beyond link %d's u_sat %g" % (a.torque, a.link, L["u_sat"]))
     tr = open_ports(a.ports, max(a.link, 1))
     try:
-        node = Node(tr, a.link)
+        node = Node(tr, a.link, signer_for(a.key_file))
         v = node.status()
         if act == "status":
             out.write("link %d  %s\n" % (a.link, describe(v)))
@@ -181,6 +196,8 @@ def run(a, out):
             out.write("link %d  %s\n" % (a.link, describe(node.status())))
         elif act == "reset":
             node.command(m.CMD_REBOOT)
+            if node.signer is not None:   # a restarted node takes no block it has seen (firmware/auth.py)
+                node.signer.new_block()
             out.write("link %d rebooting ...\n" % a.link)
             time.sleep(0.5)
             end = time.monotonic() + 20.0

@@ -688,10 +688,15 @@ def _():
         board, agent, node = fw_main.build(cfg)      # what main.run() does on the board
         assert board.name == cfg["board"] and agent.link == 1 and not board.closed
         assert board.wait(3) is False                # quiet bus: sleeps, returns after ms
-    board, agent, node = fw_main.build(rp2_cfg(1, 2))
+    # a board with the arm's key answers a PING signed with it (firmware/auth.py)
+    from bus_protocol.mac import Hmac
+    key = bytes(range(32))
+    cfg = rp2_cfg(1, 2)
+    cfg["auth"] = {"key": key}
+    board, agent, node = fw_main.build(cfg)
     host = machine.UART(5)
     machine.wire(host, board.ports["up"].uart)
-    host.write(framing.uart_frame(m.encode(m.COMMAND, 0, 1, 0, (m.CMD_PING, 0.0))))
+    host.write(framing.uart_frame(m.protect(m.encode(m.COMMAND, 0, 1, 0, (m.CMD_PING, 0.0)), Hmac(key), 0, 0)))
     assert board.wait(50) is True and node.poll() == 1
     out = bytearray(128)
     n = host.readinto(out, host.any())

@@ -1,0 +1,168 @@
+"""A rogue sender on the CAN bus during scenarios/faults/link5-dies.toml (shortened), in
+processes mode, lockstep: a process of its own (tests/mp/rogue_can.py) replays genuine host
+frames it recorded and forges RELEASE, CONFIG + CONFIG_APPLY, RESET, GOAL and NODE_OUT,
+plain and with a MAC under another key. Every joint's time series equals the run without
+the rogue to the last digit, link 5 stays down, and every rogue frame is counted in the
+receiving nodes' auth_rejected (docs/security.md). Heavy: two processes-mode runs."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bus_protocol import messages as m
+from bus_protocol.mac import Hmac
+from host.run import run_scenario
+from host.runners import processes
+from host.scenario.loader import load
+from host.tools import keys
+
+from .conftest import needs
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = needs("micropython")
+
+CRASH_S = 1.0
+ATTACK_S = (1.2, 1.4)   # two bursts, after link 5 is out of the team
+
+
+def scenario(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('extends = "%s"\nname = "rogue"\n[simulation]\nduration = 1.6\n'
+                 % (ROOT / "scenarios" / "faults" / "link5-dies.toml"))
+    sc = load(p)
+    for f in sc.faults:
+        if f["kind"] == "node_crash":
+            f["start"] = CRASH_S
+    return sc
+
+
+def forgeries(tick, block):
+    """The rogue's own frames: each plain, and under a key that is not the arm's."""
+    plain = [m.encode(m.COMMAND, m.HOST, 5, 1, (m.CMD_RELEASE, 0.0)),
+             m.encode(m.COMMAND, m.HOST, m.BROADCAST, 2, (m.CMD_RELEASE, 0.0)),
+             m.encode(m.CONFIG, m.HOST, 4, 3, (0, 13, b'{"u_sat": 1}')),
+             m.encode(m.COMMAND, m.HOST, 4, 4, (m.CMD_CONFIG_APPLY, 0.0)),
+             m.encode(m.COMMAND, m.HOST, m.BROADCAST, 5, (m.CMD_RESET, 1.0)),
+             m.encode(m.GOAL, m.HOST, m.BROADCAST, 6, (tick, 0, 1.0, 0.0, 0.0, 500.0, 0.0, 0.0, 0.0, 0.0, 0.0)),
+             m.encode(m.COMMAND, m.HOST, m.BROADCAST, 7, (m.CMD_NODE_OUT, 3.0))]
+    other = Hmac(os.urandom(32))
+    fv = (block << m.COUNTER_BITS) + 1000
+    return plain + [m.protect(f, other, fv >> 32, fv & 0xFFFFFFFF) for f in plain]
+
+
+def receivers(frame, alive):
+    return len(alive) if frame[2] == m.BROADCAST else int(frame[2] in alive)
+
+
+def attacked_run(tmp_path, monkeypatch, sc, batch_at):
+    """sc in processes mode on CAN, lockstep, with the rogue: batch_at(tick, recorded,
+    block) -> the frames it sends as the host signs that tick's GOAL (recorded: (tick,
+    frame) of every protected frame the host has sent). -> (summary, run dir, frames sent)"""
+    recorded = []    # (tick signed, frame): the rogue's recording of the bus
+    sent = []        # what it sent
+    rogue = []
+    signer_sign = keys.Signer.sign
+
+    def sniff(self, frame):
+        out = signer_sign(self, frame)
+        if frame[0] == m.GOAL:
+            tick = int.from_bytes(frame[6:10], "little")
+            batch = batch_at(tick, recorded, self.block) if rogue else []
+            if batch:
+                rogue[0].stdin.write("".join(f.hex() + "\n" for f in batch) + "sync\n")
+                rogue[0].stdin.flush()
+                assert rogue[0].stdout.readline().strip() == "ok"
+                sent.extend(batch)
+            recorded.append((tick, out))
+        elif out[0] in m.PROTECTED:   # the host's commands are recorded too
+            recorded.append((recorded[-1][0] if recorded else 0, out))
+        return out
+    monkeypatch.setattr(keys.Signer, "sign", sniff)
+
+    class RogueCluster(processes.Cluster):
+        def start(self):
+            super().start()
+            port = self.transport.addrs[0][1]
+            rogue.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "mp" / "rogue_can.py"), str(port),
+                                           str(self.n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+
+        def close(self):
+            for p in rogue:
+                p.stdin.close()
+                p.wait(30)
+            super().close()
+
+    s, out = run_scenario(sc, tmp_path / "rogue", mode="processes", bus="can", lockstep=True, quiet=True,
+                          make_plots=False, make_cluster=RogueCluster)
+    monkeypatch.undo()
+    assert s["status"] == "ok", s["reason"]
+    return s, out, sent
+
+
+def same_series(out, plain):
+    a, b = np.load(out / "timeseries.npz"), np.load(plain / "timeseries.npz")
+    assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
+    return a
+
+
+def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monkeypatch):
+    sc = scenario(tmp_path)
+    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
+                           make_plots=False)
+    assert base["status"] == "ok", base["reason"]
+    period = 1.0 / sc.control_rate_hz
+
+    def batch_at(tick, recorded, block):
+        if tick not in [round(t / period) for t in ATTACK_S]:
+            return []
+        # genuine frames from two ticks back or more (every node has had them), replayed
+        return [f for t, f in recorded if t <= tick - 2][-30:] + forgeries(tick, block)
+    s, out, sent = attacked_run(tmp_path, monkeypatch, scenario(tmp_path), batch_at)
+    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
+    a = same_series(out, tmp_path / "plain")
+    down = a["t"] >= CRASH_S + 0.05
+    assert np.all(a["state"][down, 4] != 1)   # link 5 stays out
+    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
+    alive = {n["link"] for n in s["nodes"]}
+    assert 5 not in alive and len(alive) == 9
+    want = sum(receivers(f, alive) for f in sent)
+    got = sum(sum(n["auth_rejected"].values()) for n in s["nodes"])
+    assert got == want == s["auth"]["auth_rejected"]["mac"] + s["auth"]["auth_rejected"]["replay"] \
+        + s["auth"]["auth_rejected"]["plain"]
+    assert sum(sum(n["auth_rejected"].values()) for n in base["nodes"]) == 0
+
+
+def test_frames_recorded_before_a_node_restart_are_refused_after_it(tmp_path, monkeypatch):
+    """Link 5 is SIGKILLed at 1.0 s and its board reboots at 1.3 s (CAN): the host re-admits
+    it as without a rogue, and the GOALs and commands recorded before its crash, replayed
+    to it after its restart, are all refused (its own auth_rejected), the run unchanged."""
+    def sc():
+        p = tmp_path / "r.toml"
+        p.write_text('extends = "%s"\nname = "rogue-reboot"\n[simulation]\nduration = 1.8\n'
+                     % (ROOT / "scenarios" / "faults" / "link5-reboots.toml"))
+        s = load(p)
+        for f in s.faults:
+            if f["kind"] == "node_crash":
+                f["start"], f["end"] = 1.0, 1.3
+        return s
+    base, plain = run_scenario(sc(), tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
+                               make_plots=False)
+    assert base["status"] == "ok", base["reason"]
+    assert [e["text"].split(" ")[0] for e in base["faults"]["team"]] == ["process", "dropped:", "process", "re-admitted"]
+    attack = round(1.6 * sc().control_rate_hz)
+
+    def batch_at(tick, recorded, block):
+        if tick != attack:
+            return []
+        before = round(1.0 * sc().control_rate_hz) - 2
+        return [f for t, f in recorded if t <= before and (f[2] == 5 or f[2] == m.BROADCAST)][-40:]
+    s, out, sent = attacked_run(tmp_path, monkeypatch, sc(), batch_at)
+    assert len(sent) >= 20 and any(f[0] == m.GOAL for f in sent)
+    same_series(out, plain)
+    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
+    node5 = [n for n in s["nodes"] if n["link"] == 5][0]
+    assert node5["state"] == "run" and sum(node5["auth_rejected"].values()) == len(sent)
+    assert node5["auth_rejected"]["plain"] == 0
