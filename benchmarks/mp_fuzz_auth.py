@@ -15,7 +15,7 @@ if "__file__" in globals():   # run as a file: the repository on sys.path
 from bus_protocol import messages as m       # noqa: E402
 from bus_protocol.mac import Hmac            # noqa: E402
 from firmware import auth                    # noqa: E402
-from tests.mp_fuzz_decoder import XorShift   # noqa: E402
+from tests.mp.mp_fuzz_decoder import XorShift   # noqa: E402
 
 KEY = bytes(range(32))
 LINK = 2

@@ -37,7 +37,7 @@ def runs(tmp_path_factory):
 
 def test_every_kind_of_scenario_is_found():
     names = {core_diff.slug(p).split("__")[0] for p in SCENARIOS}
-    assert {"reference.toml", "thesis", "faults", "seeds", "tuned", "thesis-format"} <= names, names
+    assert {"reference.toml", "thesis", "faults", "identification", "tuned", "thesis-format"} <= names, names
     assert not any(p.name == "gains.toml" for p in SCENARIOS)
 
 
