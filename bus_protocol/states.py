@@ -44,18 +44,21 @@ F_OVER_TORQUE = const(0x0100)      # |u| at u_sat for over_torque_cycles cycles
 F_CONFIG = const(0x0200)           # a config blob was invalid (or arrived while running)
 F_NAN = const(0x0400)              # NaN/inf in a received goal, packet or joint state
 F_INTERNAL = const(0x0800)         # an exception inside the agent's cycle
+F_POSITION_LIMIT = const(0x1000)   # the joint beyond q_low, q_high by more than position_margin
 FAULT_NAMES = {F_COMMAND: "command", F_BUS_LOST: "bus_lost", F_GOAL_STALE: "goal_stale",
                F_KIN_STALE: "kinematic_stale", F_NEIGHBOUR_SILENT: "neighbour_silent",
                F_NEIGHBOUR_DISAGREES: "neighbour_disagrees", F_SENSOR: "sensor_implausible",
                F_MOTOR: "motor_not_responding", F_OVER_TORQUE: "over_torque",
-               F_CONFIG: "config_invalid", F_NAN: "nan_input", F_INTERNAL: "internal_error"}
+               F_CONFIG: "config_invalid", F_NAN: "nan_input", F_INTERNAL: "internal_error",
+               F_POSITION_LIMIT: "position_limit"}
 
 # default reaction per fault (safety.reactions in a link's config overrides by name)
 DEFAULT_REACTIONS = {"command": "brake", "bus_lost": "brake", "goal_stale": "brake",
                      "kinematic_stale": "hold", "neighbour_silent": "report",
                      "neighbour_disagrees": "report", "sensor_implausible": "brake",
                      "motor_not_responding": "brake", "over_torque": "damp",
-                     "config_invalid": "brake", "nan_input": "brake", "internal_error": "brake"}
+                     "config_invalid": "brake", "nan_input": "brake", "internal_error": "brake",
+                     "position_limit": "brake"}
 
 
 def state_name(state):

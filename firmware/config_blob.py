@@ -58,7 +58,6 @@ def apply(agent):
         agent.safety.configure(agent._safety_cfg)
     except Exception as e:
         configure(agent, old)
-        agent._safety_cfg = old.get("safety", {})
         agent.safety.trip(safety.F_CONFIG, "%s %s" % (type(e).__name__, e))
         return
     agent.log("config applied")
@@ -123,7 +122,8 @@ def configure(agent, cfg):
     br = beh.get("brake", {})
     # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
     agent.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
-    agent._safety_cfg = cfg.get("safety", {})
+    # safety's, with the joint's travel (position_limit)
+    agent._safety_cfg = dict(cfg.get("safety", {}), q_low=agent.q_low, q_high=agent.q_high)
     agent._brake_at_start = cfg.get("brake_at_start")
     for x in agent.dh + (agent.q_low, agent.q_high, agent.u_sat, agent.mass) + agent.brake_gains:
         if not safety.finite(x):
@@ -151,19 +151,19 @@ def configure(agent, cfg):
     # its own, and the torque of the last cycle (agent.u[0]); a CONFIG that moves the link
     # between linkcore and the pure Python carries the tick's state across (linkstate
     # to_python, from_python)
-    old = agent.S if getattr(agent, "core", None) is not None else None
+    old = getattr(agent, "S", None)
     was_python = hasattr(agent, "core") and agent.core is None
     u = agent.u[0] if hasattr(agent, "u") else 0.0
     core = linkstate.linkcore
     agent.core = core if core is not None and linkstate.covers(cfg) else None
+    agent.S = linkstate.state(agent, old)
     if agent.core is None:
         lazy._python_cycle()
-        if old is not None:
+        if old is not None and not was_python:
             linkstate.to_python(agent, old)
         agent.components = [0.0] * 6
         agent.u = array(linkstate.FLOAT, (u,))
     else:
-        agent.S = linkstate.state(agent, old)
         if was_python:
             linkstate.from_python(agent, agent.S)
         agent.components = memoryview(agent.S)[S_C:S_C + 6]
@@ -185,3 +185,4 @@ def configure(agent, cfg):
         FLAG_GRAVITY if agent.core is not None and agent.weight is not None else 0) | (
         FLAG_TORQUE_BUS if agent._report is None else 0)
     agent.I[I_FLAGS] = agent._flags
+    agent.reset_neighbours()

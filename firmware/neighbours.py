@@ -10,13 +10,22 @@
 from math import atan2, cos, sin
 
 from bus_protocol import messages as m
-from firmware import kinematic_bus, safety
+from firmware import kinematic_bus, linkstate, safety
 from firmware.vec import cross, dot, qaxis_z, qmul, sub
 
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+S_NB_IN = const(248)
+S_NB_Q = const(268)
 I_TICK = const(0)
+I_NB = const(16)
+I_NB_TICK = const(17)
+I_NB_OK = const(18)
+I_NB_AT = const(19)
+NB_CHECK = const(1)
+NB_REV = const(2)
+NB_ON = const(4)
 # ---- end of layout ----
 
 _PI = 3.141592653589793
@@ -75,8 +84,70 @@ def mismatch(jtype, dh, k0, k1):
     return e, q, qd
 
 
-# ---- the agent's side: its neighbour check and the host's NODE_OUT (firmware/agent.py
-# imports this module for a link with neighbours, or on a NODE_OUT)
+# ---- the agent's side: its neighbour check and the host's NODE_OUT. Neighbour i-1's
+# check (depth 1) runs in the core where nothing is bridged and no neighbour is out
+# (linkcore.rx, or the pure Python's on_kinematic: I_NB's NB_CHECK); its passed joint is
+# held in S, I (S_NB_Q, I_NB_AT, I_NB_OK), farther neighbours' in the agent's lists
+def flags(agent):
+    """I[I_NB] for the agent's neighbours, bridges and the host's NODE_OUTs."""
+    f = 0
+    if agent.nb_depth:
+        f = NB_ON | (NB_REV if agent.nb[0][0] == kinematic_bus.REVOLUTE else 0)
+        out = agent._out
+        if agent.nb_depth == 1 and agent.skip == 0 and not out[0] and not out[1] and agent.link > 1:
+            f |= NB_CHECK
+    agent.I[I_NB] = f
+
+
+def reset(agent):
+    """A new run: nothing bridged, no neighbour checked (LinkAgent.new_run)."""
+    depth = agent.nb_depth
+    agent._kin = [None] * (depth + 1)        # this tick's packets: [r] = K_{i-1-r}
+    agent._nbq = [(0.0, 0.0, 0)] * depth     # neighbour i-1-r's last checked (q, qd, tick), r >= 1
+    agent._nbq_ok = [-1] * depth             # tick of its last passed check, r >= 1
+    agent.q_locks = [0.0] * depth            # lock angles of bridged neighbours
+    agent.skip = 0                           # proximal neighbours bridged
+    agent._readmit = 0
+    agent._miss = -1                         # tick of a first failed check
+    agent._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
+    S = agent.S
+    S[S_NB_Q] = S[S_NB_Q + 1] = 0.0
+    I = agent.I
+    I[I_NB_OK] = I[I_NB_TICK] = -1
+    I[I_NB_AT] = 0
+    flags(agent)
+
+
+def _joint(agent, j):
+    """(q, qd, tick) of neighbour i-1-j's last passed check."""
+    if j == 0:
+        return agent.S[S_NB_Q], agent.S[S_NB_Q + 1], agent.I[I_NB_AT]
+    return agent._nbq[j]
+
+
+def _ok(agent, j):
+    return agent.I[I_NB_OK] if j == 0 else agent._nbq_ok[j]
+
+
+def overheard(agent, r, tick):
+    """K_{i-1-r} of this tick as received (decoded values), or None: neighbour i-1's
+    input K_{i-2} where the core took it (S_NB_IN), else the agent's list."""
+    if r == 1 and agent.I[I_NB_TICK] == tick:
+        S = agent.S
+        return (tick,) + tuple(S[S_NB_IN + j] for j in range(13))
+    v = agent._kin[r]
+    return v if v is not None and v[0] == tick else None
+
+
+def take(agent, v, r):
+    """An overheard K_{i-1-r} (the Python's decode): for the check, or to bridge over."""
+    if r == 1 and agent.I[I_NB] & NB_CHECK:
+        linkstate.put(agent.S, S_NB_IN, v, 1, 14)
+        agent.I[I_NB_TICK] = v[0]
+    else:
+        agent._kin[r] = v
+
+
 def check(agent, r):
     """Hamilton's round-robin check of neighbour j = i-1-r: its K_j against K_j
     recomputed from K_{j-1}. A pass records its joint (q_j, qd_j) for a later lock
@@ -85,39 +156,59 @@ def check(agent, r):
     (COMMAND BRAKE to the host, arg = the link)."""
     if agent._out[r + 1]:
         return   # its input is a bridged packet of a link known bad: no check
-    jt, dh = agent.nb[r]
-    e, q, qd = mismatch(jt, dh, agent._kin[r + 1], agent._kin[r])
     tick = agent.I[I_TICK]
-    if e <= agent.nb_tol:
-        if r >= agent.skip:
-            agent._nbq[r] = (q, qd, tick)
-        elif r == 0:   # every bridged neighbour computes right again this tick
-            for j in range(1, agent.skip):
-                if agent._nbq_ok[j] != tick:
-                    return
-            agent._readmit += 1
-            if agent._readmit >= agent.nb_readmit:
-                agent.skip = 0
-                agent._readmit = 0
-                agent.log("neighbour %d re-admitted" % (agent.link - 1))
-        agent._nbq_ok[r] = tick
+    k0 = overheard(agent, r + 1, tick)
+    if k0 is None:
         return
+    jt, dh = agent.nb[r]
+    e, q, qd = mismatch(jt, dh, k0, agent._kin[r])
+    if e > agent.nb_tol:
+        failed(agent, r, e)
+        return
+    if r >= agent.skip:
+        if r == 0:
+            agent.S[S_NB_Q] = q
+            agent.S[S_NB_Q + 1] = qd
+            agent.I[I_NB_AT] = tick
+        else:
+            agent._nbq[r] = (q, qd, tick)
+    elif r == 0:   # every bridged neighbour computes right again this tick
+        for j in range(1, agent.skip):
+            if agent._nbq_ok[j] != tick:
+                return
+        agent._readmit += 1
+        if agent._readmit >= agent.nb_readmit:
+            agent.skip = 0
+            agent._readmit = 0
+            flags(agent)
+            agent.log("neighbour %d re-admitted" % (agent.link - 1))
+    if r == 0:
+        agent.I[I_NB_OK] = tick
+    else:
+        agent._nbq_ok[r] = tick
+
+
+def failed(agent, r, e):
+    """Neighbour i-1-r's check failed by e (m): on the nearest neighbour's second failure
+    in a row it is bridged and the host is asked to brake it."""
     agent._readmit = 0
     if r != 0 or agent.skip:
         return   # a farther neighbour is its own neighbour's to judge; or bridged
+    tick = agent.I[I_TICK]
     if agent._miss != tick - 1:   # act on a second failure in a row: a neighbour that
         agent._miss = tick        # bridges a bad link fails once, before the host's
         return                    # NODE_OUT says which link it was
     link = agent.link - 1
     agent.q_locks[0] = predict(agent, 0, tick)   # the host brakes it in this tick
     agent.skip = 1
+    flags(agent)
     agent.safety.trip(safety.F_NEIGHBOUR_DISAGREES, "link %d off by %.3g" % (link, e))
     agent.send(m.COMMAND, m.HOST, (m.CMD_BRAKE, float(link)))
 
 
 def predict(agent, j, tick):
     """Neighbour j's joint at `tick`: its last checked value moved on at its speed."""
-    q, qd, t = agent._nbq[j]
+    q, qd, t = _joint(agent, j)
     return q + qd * (tick - t) * agent.nb_period
 
 
@@ -128,6 +219,7 @@ def node_out(agent, j, out):
     check (check)."""
     was = agent._out[j]
     agent._out[j] = out
+    flags(agent)
     if not out or was or j >= agent.nb_depth:
         return
     if j < agent.skip:
@@ -136,33 +228,51 @@ def node_out(agent, j, out):
     while agent.skip < agent.nb_depth and agent._out[agent.skip]:
         agent.skip += 1
         agent._readmit = 0
+    flags(agent)
     if j == 0:
         agent.safety.trip(safety.F_NEIGHBOUR_SILENT, "link %d out" % (agent.link - 1))
+
+
+def _over(agent, j, tick):
+    """(q, qd) neighbour i-1-j is composed over: its lock angle, bridged, or predicted."""
+    if j < agent.skip:
+        return agent.q_locks[j], 0.0
+    return predict(agent, j, tick), _joint(agent, j)[1]
+
+
+def compose_over(agent, v, r):
+    """K_i composed from K_{i-1-r} (decoded values v) over the links between: the core's
+    nb_bridge for neighbour i-1 alone, the Python's compose_link farther."""
+    tick = agent.I[I_TICK]
+    agent.bridged += 1
+    if r == 1 and agent.core is not None:
+        if agent.I[I_NB_TICK] != tick:
+            linkstate.put(agent.S, S_NB_IN, v, 1, 14)
+        q, qd = _over(agent, 0, tick)
+        agent.core.bridge(agent.S, agent.I, q, qd)
+        agent.send_kinematic()
+        return
+    quat = v[1:5]
+    p = v[5:8]
+    vel = v[8:11]
+    w = v[11:14]
+    for j in range(r - 1, -1, -1):
+        jt, dh = agent.nb[j]
+        q, qd = _over(agent, j, tick)
+        quat, p, vel, w = compose_link(jt, dh, q, qd, quat, p, vel, w)
+    agent.compose(quat, p, vel, w)
 
 
 def bridge(agent):
     """LinkAgent.bridge_now for link i > 1: compose K_i from the nearest proximal
     neighbour's packet that came this tick, over the links between (bridged ones at their
     lock angles, the others predicted); False where there is none to compose from."""
-    kin = agent._kin
     tick = agent.I[I_TICK]
     for r in range(agent.skip + 1, agent.nb_depth + 1):
-        if agent._nbq_ok[r - 1] < 0 and r - 1 >= agent.skip:
+        if _ok(agent, r - 1) < 0 and r - 1 >= agent.skip:
             return False   # never checked: nothing to predict it from
-        v = kin[r]
-        if v is not None and v[0] == tick:
-            quat = v[1:5]
-            p = v[5:8]
-            vel = v[8:11]
-            w = v[11:14]
-            for j in range(r - 1, -1, -1):
-                jt, dh = agent.nb[j]
-                if j < agent.skip:
-                    q, qd = agent.q_locks[j], 0.0
-                else:
-                    q, qd = predict(agent, j, tick), agent._nbq[j][1]
-                quat, p, vel, w = compose_link(jt, dh, q, qd, quat, p, vel, w)
-            agent.bridged += 1
-            agent.compose(quat, p, vel, w)
+        v = overheard(agent, r, tick)
+        if v is not None:
+            compose_over(agent, v, r)
             return True
     return False
