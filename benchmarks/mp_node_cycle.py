@@ -64,9 +64,9 @@ class Port:
 
 
 def inputs(ticks=range(TICKS), checks=False):
-    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up, K_1); with
-    `checks` K_1 (to link 2, overheard: passed on by link 2 before it composes K_2) and K_2
-    are link 2's input and output, else K_1 is None."""
+    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up); with
+    `checks` K_2 is what link 2 composed from K_1, and K_1 (to link 2, overheard: passed on
+    by link 2 before it composes K_2) comes last in the tuple."""
     from bus_protocol import framing
     from bus_protocol import messages as m
 
@@ -90,7 +90,7 @@ def inputs(ticks=range(TICKS), checks=False):
             kk = wire(m.KINEMATIC, 2, 3, ks[2])
         gg = wire(m.GOAL, 0, 255, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))
         fw = wire(m.TORQUE, 7, 0, (k, 1.0, 1, 0., 0., 0., 0., 0., 0.))
-        pre.append((src(js + sy), src(kk), src(gg), src(fw), k1))
+        pre.append((src(js + sy), src(kk), src(gg), src(fw)) + ((k1,) if checks else ()))
     return pre
 
 
@@ -148,7 +148,9 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, checks=Fals
     alloc = []
 
     def one(k, timed):
-        js_sy, kk, gg, fw, k1 = pre[k % TICKS]
+        p = pre[k % TICKS]
+        js_sy, kk, gg, fw = p[0], p[1], p[2], p[3]
+        k1 = p[4] if checks else None
         b0 = gc.mem_alloc()
         up.feed(js_sy)
         t0 = stamp()

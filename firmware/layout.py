@@ -64,10 +64,7 @@ S = _fields((
     ("S_NB_DH", 5, "neighbour i-1's DH: d, a, cos(alpha/2), sin(alpha/2), theta"),
     ("S_NB_TOL", 1, "the check's tolerance (m)"),
     ("S_NB_E", 1, "the last check's mismatch (m)"),
-    ("S_NB_Q", 2, "neighbour i-1's joint (q, qd) at its last passed check (I_NB_OK)"),
-    ("S_NB_A", 7, "scratch: A_{i-1}(q), rot(4) trans(3)"),
-    ("S_NB_Z", 3, "scratch: z_{i-1}"),
-    ("S_NB_K", 13, "scratch: K_{i-1} recomputed from K_{i-2}"),
+    ("S_NB_Q", 3, "neighbour i-1's joint at its last passed check (I_NB_AT): j0, j1, qd (neighbours.joint_raw)"),
 ), end="SLOTS")
 
 # ---- the agent's integers I, an array('i'): ticks run to 2^31 - 1 (int32; 'q' items

@@ -31,9 +31,11 @@ NB_ON = const(4)
 _PI = 3.141592653589793
 
 
-def joint_from_packets(jtype, dh, k0, k1):
-    """(q_j, qd_j) that take K_{j-1} = k0 to K_j = k1 (decoded KINEMATIC values:
-    tick, quat(4), p(3), v(3), w(3)) for a link with DH (theta, d, a, alpha)."""
+def joint_raw(jtype, dh, k0, k1):
+    """The joint that takes K_{j-1} = k0 to K_j = k1 (decoded KINEMATIC values: tick,
+    quat(4), p(3), v(3), w(3)) for a link with DH (theta, d, a, alpha), before any angle is
+    taken: (j0, j1, qd), with (j0, j1) Rz(theta + q)'s quaternion (w, z) up to its norm and
+    sign (revolute), or (q, 0.0) (prismatic); `angle` makes q of it."""
     theta, d, a, alpha = dh
     q0 = (k0[1], -k0[2], -k0[3], -k0[4])          # conj(quat_{j-1})
     z = qaxis_z((k0[1], k0[2], k0[3], k0[4]))
@@ -42,16 +44,26 @@ def joint_from_packets(jtype, dh, k0, k1):
         ca = cos(0.5 * alpha)
         sa = sin(0.5 * alpha)
         rz = qmul(qmul(q0, (k1[1], k1[2], k1[3], k1[4])), (ca, -sa, 0.0, 0.0))
-        q = 2.0 * atan2(rz[3], rz[0]) - theta
-        q = (q + _PI) % (2.0 * _PI) - _PI
         qd = (z[0] * (k1[11] - k0[11]) + z[1] * (k1[12] - k0[12]) + z[2] * (k1[13] - k0[13]))
-    else:
-        dp = (k1[5] - k0[5], k1[6] - k0[6], k1[7] - k0[7])
-        q = dot(z, dp) - d
-        w = (k0[11], k0[12], k0[13])
-        dv = sub(sub((k1[8], k1[9], k1[10]), (k0[8], k0[9], k0[10])), cross(w, dp))
-        qd = dot(z, dv)
-    return q, qd
+        return rz[0], rz[3], qd
+    dp = (k1[5] - k0[5], k1[6] - k0[6], k1[7] - k0[7])
+    w = (k0[11], k0[12], k0[13])
+    dv = sub(sub((k1[8], k1[9], k1[10]), (k0[8], k0[9], k0[10])), cross(w, dp))
+    return dot(z, dp) - d, 0.0, dot(z, dv)
+
+
+def angle(jtype, dh, j0, j1):
+    """q of joint_raw's (j0, j1): the revolute joint's angle in [-pi, pi)."""
+    if jtype != kinematic_bus.REVOLUTE:
+        return j0
+    q = 2.0 * atan2(j1, j0) - dh[0]
+    return (q + _PI) % (2.0 * _PI) - _PI
+
+
+def joint_from_packets(jtype, dh, k0, k1):
+    """(q_j, qd_j) that take K_{j-1} = k0 to K_j = k1 (joint_raw)."""
+    j0, j1, qd = joint_raw(jtype, dh, k0, k1)
+    return angle(jtype, dh, j0, j1), qd
 
 
 def compose_link(jtype, dh, q, qd, quat, p, v, w):
@@ -62,13 +74,34 @@ def compose_link(jtype, dh, q, qd, quat, p, v, w):
     return quat, p, v, w
 
 
+def _local(jtype, dh, j0, j1):
+    """A_j(q) = (rot, trans) of joint_raw's (j0, j1) (kinematic_bus.dh_local without the
+    angle: cos and sin of (theta + q) / 2 are j0, j1 normalised)."""
+    theta, d, a, alpha = dh
+    if jtype != kinematic_bus.REVOLUTE:
+        return kinematic_bus.dh_local(jtype, theta, d, a, alpha, j0)
+    n = (j0 * j0 + j1 * j1) ** 0.5
+    ct = 1.0
+    st = 0.0
+    if n != 0.0:   # (0: no rotation about z explains the packets; the check fails)
+        ct = j0 / n
+        st = j1 / n
+    c = ct * ct - st * st
+    s = 2.0 * (st * ct)
+    ca = cos(0.5 * alpha)
+    sa = sin(0.5 * alpha)
+    return (ct * ca, ct * sa, st * sa, st * ca), (a * c, a * s, d)
+
+
 def mismatch(jtype, dh, k0, k1):
     """Largest difference (m) between K_j's position as link j sent it (k1) and K_j
-    recomputed from K_{j-1} (k0) with the joint value the two packets imply; and that
-    (q, qd)."""
-    q, qd = joint_from_packets(jtype, dh, k0, k1)
-    quat, p, v, w = compose_link(jtype, dh, q, qd, (k0[1], k0[2], k0[3], k0[4]),
-                                 (k0[5], k0[6], k0[7]), (k0[8], k0[9], k0[10]), (k0[11], k0[12], k0[13]))
+    recomputed from K_{j-1} (k0) with the joint the two packets imply; and that joint
+    (j0, j1, qd: joint_raw)."""
+    j0, j1, qd = joint_raw(jtype, dh, k0, k1)
+    rot, trans = _local(jtype, dh, j0, j1)
+    quat, p, v, w, _ = kinematic_bus.compose(jtype, rot, trans, qd, (k0[1], k0[2], k0[3], k0[4]),
+                                             (k0[5], k0[6], k0[7]), (k0[8], k0[9], k0[10]),
+                                             (k0[11], k0[12], k0[13]))
     e = 0.0
     for i in range(3):   # positions only: a neighbour's bridged packet (predicted joint)
         x = p[i] - k1[5 + i]   # is off most in v and w, and a check must not blame it
@@ -81,7 +114,7 @@ def mismatch(jtype, dh, k0, k1):
     c = quat[0] * k1[1] + quat[1] * k1[2] + quat[2] * k1[3] + quat[3] * k1[4]
     if 1.0 - abs(c) > e:
         e = 1.0 - abs(c)
-    return e, q, qd
+    return e, j0, j1, qd
 
 
 # ---- the agent's side: its neighbour check and the host's NODE_OUT. Neighbour i-1's
@@ -103,7 +136,7 @@ def reset(agent):
     """A new run: nothing bridged, no neighbour checked (LinkAgent.new_run)."""
     depth = agent.nb_depth
     agent._kin = [None] * (depth + 1)        # this tick's packets: [r] = K_{i-1-r}
-    agent._nbq = [(0.0, 0.0, 0)] * depth     # neighbour i-1-r's last checked (q, qd, tick), r >= 1
+    agent._nbq = [(0.0, 0.0, 0.0, 0)] * depth   # neighbour i-1-r's last checked joint (j0, j1, qd: joint_raw) and tick, r >= 1
     agent._nbq_ok = [-1] * depth             # tick of its last passed check, r >= 1
     agent.q_locks = [0.0] * depth            # lock angles of bridged neighbours
     agent.skip = 0                           # proximal neighbours bridged
@@ -111,7 +144,7 @@ def reset(agent):
     agent._miss = -1                         # tick of a first failed check
     agent._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
     S = agent.S
-    S[S_NB_Q] = S[S_NB_Q + 1] = 0.0
+    S[S_NB_Q] = S[S_NB_Q + 1] = S[S_NB_Q + 2] = 0.0
     I = agent.I
     I[I_NB_OK] = I[I_NB_TICK] = -1
     I[I_NB_AT] = 0
@@ -119,9 +152,10 @@ def reset(agent):
 
 
 def _joint(agent, j):
-    """(q, qd, tick) of neighbour i-1-j's last passed check."""
+    """(j0, j1, qd, tick) of neighbour i-1-j's last passed check (joint_raw)."""
     if j == 0:
-        return agent.S[S_NB_Q], agent.S[S_NB_Q + 1], agent.I[I_NB_AT]
+        S = agent.S
+        return S[S_NB_Q], S[S_NB_Q + 1], S[S_NB_Q + 2], agent.I[I_NB_AT]
     return agent._nbq[j]
 
 
@@ -161,17 +195,19 @@ def check(agent, r):
     if k0 is None:
         return
     jt, dh = agent.nb[r]
-    e, q, qd = mismatch(jt, dh, k0, agent._kin[r])
+    e, j0, j1, qd = mismatch(jt, dh, k0, agent._kin[r])
     if e > agent.nb_tol:
         failed(agent, r, e)
         return
     if r >= agent.skip:
         if r == 0:
-            agent.S[S_NB_Q] = q
-            agent.S[S_NB_Q + 1] = qd
+            S = agent.S
+            S[S_NB_Q] = j0
+            S[S_NB_Q + 1] = j1
+            S[S_NB_Q + 2] = qd
             agent.I[I_NB_AT] = tick
         else:
-            agent._nbq[r] = (q, qd, tick)
+            agent._nbq[r] = (j0, j1, qd, tick)
     elif r == 0:   # every bridged neighbour computes right again this tick
         for j in range(1, agent.skip):
             if agent._nbq_ok[j] != tick:
@@ -208,8 +244,9 @@ def failed(agent, r, e):
 
 def predict(agent, j, tick):
     """Neighbour j's joint at `tick`: its last checked value moved on at its speed."""
-    q, qd, t = _joint(agent, j)
-    return q + qd * (tick - t) * agent.nb_period
+    j0, j1, qd, t = _joint(agent, j)
+    jt, dh = agent.nb[j]
+    return angle(jt, dh, j0, j1) + qd * (tick - t) * agent.nb_period
 
 
 def node_out(agent, j, out):
@@ -237,14 +274,13 @@ def _over(agent, j, tick):
     """(q, qd) neighbour i-1-j is composed over: its lock angle, bridged, or predicted."""
     if j < agent.skip:
         return agent.q_locks[j], 0.0
-    return predict(agent, j, tick), _joint(agent, j)[1]
+    return predict(agent, j, tick), _joint(agent, j)[2]
 
 
 def compose_over(agent, v, r):
     """K_i composed from K_{i-1-r} (decoded values v) over the links between: the core's
     nb_bridge for neighbour i-1 alone, the Python's compose_link farther."""
     tick = agent.I[I_TICK]
-    agent.bridged += 1
     if r == 1 and agent.core is not None:
         if agent.I[I_NB_TICK] != tick:
             linkstate.put(agent.S, S_NB_IN, v, 1, 14)
@@ -273,6 +309,7 @@ def bridge(agent):
             return False   # never checked: nothing to predict it from
         v = overheard(agent, r, tick)
         if v is not None:
+            agent.bridged += 1
             compose_over(agent, v, r)
             return True
     return False

@@ -93,23 +93,6 @@ static real cos_r(real x) {
 static real sin_r(real x) {
     return sinf(x);
 }
-
-// math.atan2 and the float % of the boards' MicroPython (py/objfloat.c: fmod, the sign
-// of the divisor; lib/libm atan2f and fmodf, compiled in as cosf and sinf are)
-float atan2f(float y, float x);
-float fmodf(float x, float y);
-
-static real atan2_r(real y, real x) {
-    return atan2f(y, x);
-}
-
-static real mod_r(real x, real y) {
-    real m = fmodf(x, y);
-    if (m == R(0.0)) {
-        return y < R(0.0) ? R(-0.0) : R(0.0);
-    }
-    return (m < R(0.0)) != (y < R(0.0)) ? m + y : m;
-}
 #else
 static real math_call(qstr fun, real x) {
     mp_obj_t math = mp_import_name(MP_QSTR_math, mp_const_none, MP_OBJ_NEW_SMALL_INT(0));
@@ -123,16 +106,6 @@ static real cos_r(real x) {
 
 static real sin_r(real x) {
     return math_call(MP_QSTR_sin, x);
-}
-
-static real atan2_r(real y, real x) {
-    mp_obj_t math = mp_import_name(MP_QSTR_math, mp_const_none, MP_OBJ_NEW_SMALL_INT(0));
-    mp_obj_t args[2] = {mp_obj_new_float(y), mp_obj_new_float(x)};
-    return mp_obj_get_float(mp_call_function_n_kw(mp_load_attr(math, MP_QSTR_atan2), 2, 0, args));
-}
-
-static real mod_r(real x, real y) {
-    return mp_obj_get_float(mp_binary_op(MP_BINARY_OP_MODULO, mp_obj_new_float(x), mp_obj_new_float(y)));
 }
 #endif
 

@@ -16,9 +16,6 @@
 static real root(real x);
 static real cos_r(real x);
 static real sin_r(real x);
-static real atan2_r(real y, real x);
-static real mod_r(real x, real y);
-#define PI_R R(3.141592653589793)
 
 // the layouts of S, I, N, V, the node's buffer block and the frames (firmware/layout.py)
 #include "linkcore_layout.h"
@@ -290,56 +287,61 @@ static void compose(real *S, bool revolute) {
 
 // ---- the neighbour check and the bridge, depth 1 (neighbours.py; Hamilton et al.) ----
 
-// K_{i-1} recomputed from K_{i-2} (S_NB_IN) over neighbour i-1's joint (q, qd) into S_NB_K
-// (neighbours.compose_link)
-static void nb_compose(real *S, bool revolute, real q, real qd) {
-    dh_at(S + S_NB_DH, revolute, S[S_NB_DH + 4], q, S + S_NB_A);
-    compose_at(S + S_NB_IN, S + S_NB_A, qd, revolute, S + S_NB_Z, S + S_NB_K);
-}
-
-// The bridge over neighbour i-1 (neighbours.bridge): K_{i-1} composed from K_{i-2}
-// (S_NB_IN) over its joint (q, qd) into S_IN, for kinematic_i
+// The bridge over neighbour i-1 (neighbours.bridge, compose_link): K_{i-1} composed from
+// K_{i-2} (S_NB_IN) over its joint (q, qd) into S_IN, for kinematic_i
 static void nb_bridge(real *S, const int32_t *I, real q, real qd) {
-    nb_compose(S, I[I_NB] & NB_REV, q, qd);
-    for (int j = 0; j < 13; j++) {
-        S[S_IN + j] = S[S_NB_K + j];
-    }
+    bool revolute = I[I_NB] & NB_REV;
+    real rt[7], z[3];
+    dh_at(S + S_NB_DH, revolute, S[S_NB_DH + 4], q, rt);
+    compose_at(S + S_NB_IN, rt, qd, revolute, z, S + S_IN);
 }
 
-// Neighbour i-1's check (neighbours.mismatch, expression for expression): its K_{i-1} in
-// S_IN against K_{i-1} recomputed from K_{i-2} (S_NB_IN) with the joint (q, qd) the two
-// packets imply (joint_from_packets); the mismatch into S_NB_E, and true if within
-// S_NB_TOL (then (q, qd) into S_NB_Q)
+// Neighbour i-1's check (neighbours.mismatch, joint_raw and _local, expression for
+// expression): its K_{i-1} in S_IN against K_{i-1} recomputed from K_{i-2} (S_NB_IN) with
+// the joint the two packets imply; true if the mismatch is within S_NB_TOL, then that
+// joint (j0, j1, qd) into S_NB_Q; the mismatch into S_NB_E
 static bool nb_check(real *S, bool revolute) {
-    const real *k0 = S + S_NB_IN, *k1 = S + S_IN;
+    const real *k0 = S + S_NB_IN, *k1 = S + S_IN, *dh = S + S_NB_DH;
     real aw = k0[0], ax = -k0[1], ay = -k0[2], az = -k0[3];   // conj(quat_{i-2})
     real z0 = R(2.0) * (k0[1] * k0[3] + k0[0] * k0[2]);       // vec.qaxis_z
     real z1 = R(2.0) * (k0[2] * k0[3] - k0[0] * k0[1]);
     real z2 = R(1.0) - R(2.0) * (k0[1] * k0[1] + k0[2] * k0[2]);
-    real q, qd;
+    real j0, j1 = R(0.0), qd, rt[7];
     if (revolute) {   // quat_{i-1} = quat_{i-2} Rz(theta + q) Rx(alpha): Rx(alpha) off the right
         real bw = k1[0], bx = k1[1], by = k1[2], bz = k1[3];
         real mw = aw * bw - ax * bx - ay * by - az * bz;   // vec.qmul
         real mx = aw * bx + ax * bw + ay * bz - az * by;
         real my = aw * by - ax * bz + ay * bw + az * bx;
         real mz = aw * bz + ax * by - ay * bx + az * bw;
-        real cw = S[S_NB_DH + 2], cx = -S[S_NB_DH + 3], cy = R(0.0), cz = R(0.0);
-        real rw = mw * cw - mx * cx - my * cy - mz * cz;
-        real rz = mw * cz + mx * cy - my * cx + mz * cw;
-        q = R(2.0) * atan2_r(rz, rw) - S[S_NB_DH + 4];
-        q = mod_r(q + PI_R, R(2.0) * PI_R) - PI_R;
+        real ca = dh[2], sa = dh[3], cx = -sa, cy = R(0.0), cz = R(0.0);
+        j0 = mw * ca - mx * cx - my * cy - mz * cz;
+        j1 = mw * cz + mx * cy - my * cx + mz * ca;
         qd = z0 * (k1[10] - k0[10]) + z1 * (k1[11] - k0[11]) + z2 * (k1[12] - k0[12]);
+        real n = root(j0 * j0 + j1 * j1), ct = R(1.0), st = R(0.0);
+        if (n != R(0.0)) {
+            ct = j0 / n;
+            st = j1 / n;
+        }
+        real c = ct * ct - st * st, s = R(2.0) * (st * ct);
+        rt[0] = ct * ca;
+        rt[1] = ct * sa;
+        rt[2] = st * sa;
+        rt[3] = st * ca;
+        rt[4] = dh[1] * c;
+        rt[5] = dh[1] * s;
+        rt[6] = dh[0];
     } else {
         real dx = k1[4] - k0[4], dy = k1[5] - k0[5], dz = k1[6] - k0[6];
-        q = z0 * dx + z1 * dy + z2 * dz - S[S_NB_DH];
+        j0 = z0 * dx + z1 * dy + z2 * dz - dh[0];
         real wx = k0[10], wy = k0[11], wz = k0[12];   // dv = (v1 - v0) - w x dp
         real ex = (k1[7] - k0[7]) - (wy * dz - wz * dy);
         real ey = (k1[8] - k0[8]) - (wz * dx - wx * dz);
         real ez = (k1[9] - k0[9]) - (wx * dy - wy * dx);
         qd = z0 * ex + z1 * ey + z2 * ez;
+        dh_at(dh, false, dh[4], j0, rt);
     }
-    nb_compose(S, revolute, q, qd);
-    const real *k = S + S_NB_K;
+    real z[3], k[13];
+    compose_at(k0, rt, qd, revolute, z, k);
     real e = R(0.0);
     for (int j = 4; j < 7; j++) {   // positions only (a bridged packet is off most in v, w)
         real x = k[j] - k1[j];
@@ -356,8 +358,9 @@ static bool nb_check(real *S, bool revolute) {
     }
     S[S_NB_E] = e;
     if (e <= S[S_NB_TOL]) {
-        S[S_NB_Q] = q;
-        S[S_NB_Q + 1] = qd;
+        S[S_NB_Q] = j0;
+        S[S_NB_Q + 1] = j1;
+        S[S_NB_Q + 2] = qd;
         return true;
     }
     return false;

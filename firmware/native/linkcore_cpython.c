@@ -32,19 +32,6 @@ static real sin_r(real x) {
     return sin(x);
 }
 
-// math.atan2 and the float % as CPython's (float_rem: fmod, the sign of the divisor)
-static real atan2_r(real y, real x) {
-    return atan2(y, x);
-}
-
-static real mod_r(real x, real y) {
-    real m = fmod(x, y);
-    if (m == 0.0) {
-        return copysign(0.0, y);
-    }
-    return (y < 0.0) != (m < 0.0) ? m + y : m;
-}
-
 // a writable buffer of at least `need` bytes, held in *view (PyBuffer_Release after)
 static void *buffer(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) < 0) {

@@ -30,11 +30,8 @@
 #define S_NB_DH 261       // neighbour i-1's DH: d, a, cos(alpha/2), sin(alpha/2), theta
 #define S_NB_TOL 266      // the check's tolerance (m)
 #define S_NB_E 267        // the last check's mismatch (m)
-#define S_NB_Q 268        // neighbour i-1's joint (q, qd) at its last passed check (I_NB_OK)
-#define S_NB_A 270        // scratch: A_{i-1}(q), rot(4) trans(3)
-#define S_NB_Z 277        // scratch: z_{i-1}
-#define S_NB_K 280        // scratch: K_{i-1} recomputed from K_{i-2}
-#define SLOTS 293
+#define S_NB_Q 268        // neighbour i-1's joint at its last passed check (I_NB_AT): j0, j1, qd (neighbours.joint_raw)
+#define SLOTS 271
 
 // ---- the agent's integers I ----
 #define I_TICK 0          // the tick synced to (-1: none yet)
