@@ -13,6 +13,7 @@
 #     goal_hop  GOAL in (and passed on), TORQUE out
 #     forward   one frame from down, not for this node, passed up
 #     cycle     sync + k_hop + goal_hop (the agent's own work in one control cycle)
+#     overheard main(checks=True): K_{i-2} in (the neighbour check's input), in its cycle
 #     cycle_status, cycle_timing   a cycle that also sends STATUS, or TIMING (each every
 #               12th tick at the node's slot, after the torque; median of three)
 #     idle_poll a poll round with nothing arrived (how soon a board loop sees a frame)
@@ -33,10 +34,17 @@ N = 10
 TICKS = 4    # distinct prebuilt ticks, reused round robin: the input costs no RAM per cycle
 
 
-def config():
-    return {"link": 3, "n_links": N, "dh": {"type": "revolute", "a": 0.75},
-            "q_low": -3.1416, "q_high": 3.1416, "u_sat": 1e6, "mass": 10.0,
-            "centroid": [-0.375, 0.0, 0.0], "behaviours": {"proxy": {"weight": 1.0}}}
+NB_DH = ["revolute", 0.0, 0.0, 0.75, 0.0]   # link 2's DH, as link 3's neighbour check has it
+
+
+def config(checks=False):
+    """Link 3's; `checks`: with the neighbour check (depth 1) and the bridge on."""
+    cfg = {"link": 3, "n_links": N, "dh": {"type": "revolute", "a": 0.75},
+           "q_low": -3.1416, "q_high": 3.1416, "u_sat": 1e6, "mass": 10.0,
+           "centroid": [-0.375, 0.0, 0.0], "behaviours": {"proxy": {"weight": 1.0}}}
+    if checks:
+        cfg["neighbours"] = {"dh": [NB_DH], "period": 1 / 120.0}
+    return cfg
 
 
 class Port:
@@ -58,8 +66,10 @@ class Port:
 AUTH_KEY = bytes(range(32))   # main(auth=True): the GOAL protected (bus_protocol/SPEC.md §9)
 
 
-def inputs(ticks=range(TICKS), auth=False):
-    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up)."""
+def inputs(ticks=range(TICKS), auth=False, checks=False):
+    """Per tick: (JOINT_STATE + SYNC, K_2, GOAL, a TORQUE of link 7 passing up); with
+    `checks` K_2 is what link 2 composed from K_1, and K_1 (to link 2, overheard: passed on
+    by link 2 before it composes K_2) comes last in the tuple; with `auth` the GOAL protected."""
     from bus_protocol import framing
     from bus_protocol import messages as m
     if auth:
@@ -77,12 +87,19 @@ def inputs(ticks=range(TICKS), auth=False):
         js = wire(m.JOINT_STATE, 0, 3, (k, 0.1, 0.2, 0, 0., 0., 0., 0., 0., 0.))
         sy = wire(m.SYNC, 0, 255, (k,))
         kk = wire(m.KINEMATIC, 2, 3, (k, 1., 0., 0., 0., 1.5, 0., 0., 0., 0.1, 0., 0., 0., 0.2))
+        k1 = None
+        if checks:   # K_1 and K_2 of links 1, 2 at q = 0.1, qd = 0.2 (the check passes)
+            from firmware import kinematic_bus as kb
+            link = (kb.REVOLUTE,) + tuple(NB_DH[1:])
+            ks = [(k,) + tuple(x for part in K for x in part) for K in kb.chain([link] * 2, [0.1] * 2, [0.2] * 2)]
+            k1 = src(wire(m.KINEMATIC, 1, 2, ks[1]))
+            kk = wire(m.KINEMATIC, 2, 3, ks[2])
         gg = wire(m.GOAL, 0, 255, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.))
         if auth:
             gg = framing.uart_frame(m.protect(m.encode(m.GOAL, 0, 255, 1, (k, 0, 7.5, 0., 0., 10., 20., 0., 0., 0., 3.)),
                                               hm, 0, 0))
         fw = wire(m.TORQUE, 7, 0, (k, 1.0, 1, 0., 0., 0., 0., 0., 0.))
-        pre.append((src(js + sy), src(kk), src(gg), src(fw)))
+        pre.append((src(js + sy), src(kk), src(gg), src(fw)) + ((k1,) if checks else ()))
     return pre
 
 
@@ -117,9 +134,11 @@ def clock():
     return stamp, diff, 0.04
 
 
-def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False):   # a board's heap: fewer
+def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False, checks=False):   # a board's heap: fewer
     """auth: the node checks host commands (firmware/auth.py) and the GOAL is protected;
-    its freshness is wound back, untimed, before each cycle (the inputs repeat)."""
+    its freshness is wound back, untimed, before each cycle (the inputs repeat).
+    `checks`: the agent with its neighbour check (depth 1) and bridge, its node passing
+    it link 2's input K_1 (the phases named ..._checks)."""
     stamp, tdiff, us_per_tick = clock()
     ticks_us = time.ticks_us
     gc.collect()
@@ -128,27 +147,36 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False)
     from firmware.hal.sim import SimHAL
     from firmware.node import ChainNode
     up, down = Port(), Port()
-    agent = LinkAgent(config(), SimHAL())
+    agent = LinkAgent(config(checks), SimHAL())
     guard = None
     if auth:
         from firmware import auth as auth_mod
         guard = auth_mod.guard(agent, {"auth": {"key": AUTH_KEY}})
-    node = ChainNode(agent, up, down)   # a board's buffer sizes (firmware/boards/mcu.py)
+    node = ChainNode(agent, up, down, overhear=1 if checks else 0)   # a board's buffer sizes (firmware/boards/mcu.py)
     gc.collect()
     a2 = gc.mem_alloc()
     print("RAM after init: gc.mem_alloc() %d bytes" % a2)
     print("RAM init %d" % (a2 - a0))
-    pre = inputs(auth=auth)
-    ph = ([], [], [], [], [], [])
+    pre = inputs(auth=auth, checks=checks)
+    ph = ([], [], [], [], [], [], [])
+    suffix = "_checks" if checks else ""
     alloc = []
 
     def one(k, timed):
-        js_sy, kk, gg, fw = pre[k % TICKS]
+        p = pre[k % TICKS]
+        js_sy, kk, gg, fw = p[0], p[1], p[2], p[3]
+        k1 = p[4] if checks else None
         b0 = gc.mem_alloc()
         up.feed(js_sy)
         t0 = stamp()
         node.poll()
         t1 = stamp()
+        t10 = t9 = t1
+        if k1 is not None:   # link 2's input, overheard (it arrives before K_2)
+            up.feed(k1)
+            t9 = stamp()
+            node.poll()
+            t10 = stamp()
         up.feed(kk)
         t2 = stamp()
         node.poll()
@@ -171,7 +199,8 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False)
             ph[1].append(tdiff(t3, t2) - zero)
             ph[2].append(tdiff(t5, t4) - zero)
             ph[3].append(tdiff(t7, t6) - zero)
-            ph[4].append(tdiff(t1, t0) + tdiff(t3, t2) + tdiff(t5, t4) - 3 * zero)
+            ph[6].append(tdiff(t10, t9) - (zero if k1 is not None else 0))
+            ph[4].append(tdiff(t1, t0) + tdiff(t3, t2) + tdiff(t5, t4) - 3 * zero + ph[6][-1])
             ph[5].append(tdiff(t8, t7) - zero)
             alloc.append(b1 - b0)
 
@@ -191,10 +220,15 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False)
         # made the same phase vary by up to ~50k instructions from build to build
         gc.collect()
         one(k, True)
-    print("ALLOC per control cycle (median of %d): %d bytes" % (len(alloc), _med(alloc)))
+    print("ALLOC%s per control cycle (median of %d): %d bytes" % (suffix, len(alloc), _med(alloc)))
+    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll", "overheard"), ph):
+        if checks or name != "overheard":
+            print("PHASE %s%s %.3f" % (name, suffix, _iqm(v) * us_per_tick))
+    if checks:
+        from firmware.neighbours import I_NB_OK
+        print("checked", agent.I[I_NB_OK], "skip", agent.skip)
+        return
     print("ALLOC node per control cycle: %d bytes" % node_alloc(node, agent, one))
-    for name, v in zip(("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll"), ph):
-        print("PHASE %s %.3f" % (name, _iqm(v) * us_per_tick))
     for name, v in zip(("cycle_status", "cycle_timing"), periodic(agent, node, up, stamp, tdiff, zero)):
         print("PHASE %s %.3f" % (name, v * us_per_tick))
     # the longest collection: the heap as far as the cycles fill it with their garbage

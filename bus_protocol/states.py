@@ -45,12 +45,14 @@ F_CONFIG = const(0x0200)           # a config blob was invalid (or arrived while
 F_NAN = const(0x0400)              # NaN/inf in a received goal, packet or joint state
 F_INTERNAL = const(0x0800)         # an exception inside the agent's cycle
 F_NO_KEY = const(0x1000)           # no key provisioned and not "unauthenticated" (docs/security.md)
+F_POSITION_LIMIT = const(0x2000)   # the joint beyond q_low, q_high by more than position_margin
 FAULT_NAMES = {F_COMMAND: "command", F_BUS_LOST: "bus_lost", F_GOAL_STALE: "goal_stale",
                F_KIN_STALE: "kinematic_stale", F_NEIGHBOUR_SILENT: "neighbour_silent",
                F_NEIGHBOUR_DISAGREES: "neighbour_disagrees", F_SENSOR: "sensor_implausible",
                F_MOTOR: "motor_not_responding", F_OVER_TORQUE: "over_torque",
                F_CONFIG: "config_invalid", F_NAN: "nan_input", F_INTERNAL: "internal_error",
-               F_NO_KEY: "no_key"}
+               F_NO_KEY: "no_key",
+               F_POSITION_LIMIT: "position_limit"}
 
 # default reaction per fault (safety.reactions in a link's config overrides by name)
 DEFAULT_REACTIONS = {"command": "brake", "bus_lost": "brake", "goal_stale": "brake",
@@ -58,7 +60,8 @@ DEFAULT_REACTIONS = {"command": "brake", "bus_lost": "brake", "goal_stale": "bra
                      "neighbour_disagrees": "report", "sensor_implausible": "brake",
                      "motor_not_responding": "brake", "over_torque": "damp",
                      "config_invalid": "brake", "nan_input": "brake", "internal_error": "brake",
-                     "no_key": "brake"}
+                     "no_key": "brake",
+                     "position_limit": "brake"}
 
 
 def state_name(state):

@@ -79,6 +79,7 @@ S_GOAL = const(63)
 S_ASSERT = const(94)
 S_JOINT = const(238)
 S_Q = const(246)
+S_NB_E = const(267)
 I_TICK = const(0)
 I_SEQ = const(1)
 I_KIN = const(2)
@@ -93,7 +94,8 @@ I_EVERY = const(11)
 I_EVERY_AT = const(12)
 I_TIMING_AT = const(13)
 I_JOINT = const(15)
-INTS = const(16)
+I_NB = const(16)
+INTS = const(20)
 FLAG_GRAVITY = const(2)
 FLAG_PLAIN = const(4)
 FLAG_SAMPLED = const(16)
@@ -103,10 +105,12 @@ GOAL_ACTED = const(20)
 DUE_STATUS = const(1)
 DUE_TIMING = const(2)
 DUE_QUEUED = const(8)
+NB_TAKEN = const(16)
+NB_FAILED = const(17)
 N_U_RUN = const(4)
 NS = const(7)
 V_LAST_U = const(2)
-VS = const(8)
+VS = const(10)
 K_FRAME = const(64)
 ASSERT_FRAME = const(50)
 TORQUE_FRAME = const(41)
@@ -448,6 +452,11 @@ class LinkAgent:
                             self._base = True   # K_0, kept in S (S_IN) to bridge a lost one
                         if t == K_SENT or (t == K_QUEUED and self.tip_out):
                             _kinematic_out(self, t == K_QUEUED)
+                    elif t >= NB_TAKEN:   # (K_{i-2} into S: nothing more to do)
+                        if t == NB_FAILED:   # neighbour i-1's check failed: K_i unless it
+                            neighbours.failed(self, 0, S[S_NB_E])   # is bridged now
+                            if self.skip == 0:
+                                self.send_kinematic()
                     elif t == GOAL:
                         self.take_goal(True)
                     elif t == SYNC:
@@ -567,21 +576,17 @@ class LinkAgent:
         if self.link == 1:
             self._base = v   # K_0: constant for a fixed base, so it also bridges a lost one
         if self.nb_depth:
-            if self._kin[r] is not None and self._kin[r][0] == v[0]:
+            if neighbours.overheard(self, r, v[0]) is not None:
                 return   # another copy of a packet this tick has brought (time redundancy)
-            self._kin[r] = v
-            if r < self.nb_depth and self._kin[r + 1] is not None and self._kin[r + 1][0] == v[0]:
+            neighbours.take(self, v, r)
+            if r < self.nb_depth and neighbours.overheard(self, r + 1, v[0]) is not None:
                 neighbours.check(self, r)
         if r != self.skip or self.I[I_KIN] == v[0]:   # (v[0] is this tick: above)
             return
-        quat = v[1:5]
-        p = v[5:8]
-        vel = v[8:11]
-        w = v[11:14]
-        for j in range(r - 1, -1, -1):   # bridge: the locked links i-r .. i-1 (qd = 0)
-            jt, dh = self.nb[j]
-            quat, p, vel, w = neighbours.compose_link(jt, dh, self.q_locks[j], 0.0, quat, p, vel, w)
-        self.compose(quat, p, vel, w)
+        if r:   # bridge: the locked links i-r .. i-1 (qd = 0)
+            neighbours.compose_over(self, v, r)
+        else:
+            self.compose(v[1:5], v[5:8], v[8:11], v[11:14])
 
     def compose(self, quat0, p0, v0, w0):
         if self.core is not None:
@@ -848,6 +853,16 @@ class LinkAgent:
                 _neighbour_support()
                 neighbours.node_out(self, j, cmd == m.CMD_NODE_OUT)
 
+    def reset_neighbours(self):
+        """Nothing bridged, no neighbour checked (a new run, a new config)."""
+        if self.nb_depth:
+            neighbours.reset(self)   # (imported by configure)
+        else:
+            self._kin = [None]
+            self._out = [False]
+            self.skip = 0
+            self.I[I_NB] = 0
+
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run
         on boards that stayed powered sends COMMAND RESET first."""
@@ -856,16 +871,8 @@ class LinkAgent:
             self.safety.trip(safety.F_COMMAND)
         I = self.I
         I[I_TICK] = I[I_ACTED] = I[I_KIN] = I[I_GOAL] = -1
-        depth = self.nb_depth
-        self._kin = [None] * (depth + 1)        # this tick's packets: [r] = K_{i-1-r}
-        self._nbq = [(0.0, 0.0, 0)] * depth     # neighbour i-1-r's last checked (q, qd, tick)
-        self._nbq_ok = [-1] * depth             # tick of its last passed check
-        self.q_locks = [0.0] * depth            # lock angles of bridged neighbours
-        self.skip = 0                           # proximal neighbours bridged
-        self._readmit = 0
-        self._miss = -1                         # tick of a first failed check
+        self.reset_neighbours()
         self._goal = None                       # the last goal (stale goal; its tick: I_GOAL)
-        self._out = [False] * (depth + 1)       # [r]: the host took link i-1-r out of the team
         self._base = None                       # link 1: the last K_0 (the base packet)
         self.tip_out = False                    # link N-1: the host took the tip out of the team
 

@@ -58,7 +58,6 @@ def apply(agent):
         agent.safety.configure(agent._safety_cfg)
     except Exception as e:
         configure(agent, old)
-        agent._safety_cfg = old.get("safety", {})
         agent.safety.trip(safety.F_CONFIG, "%s %s" % (type(e).__name__, e))
         return
     agent.log("config applied")
@@ -80,6 +79,25 @@ def configure(agent, cfg):
     or TypeError if it is not usable."""
     from firmware import agent as lazy   # its imports on first need
     lazy._reading(agent)   # the last reading out of the S this replaces
+    _link(agent, cfg)
+    _behaviours(agent, cfg.get("behaviours", {}))
+    # safety's, with the joint's travel (position_limit)
+    agent._safety_cfg = dict(cfg.get("safety", {}), q_low=agent.q_low, q_high=agent.q_high)
+    agent._brake_at_start = cfg.get("brake_at_start")
+    for x in agent.dh + (agent.q_low, agent.q_high, agent.u_sat, agent.mass) + agent.brake_gains:
+        if not safety.finite(x):
+            raise ValueError("config: %r is not a finite number" % (x,))
+    _neighbours(agent, cfg, lazy)
+    agent.copies = agent.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
+    # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
+    agent.inject = [tuple(x) for x in cfg.get("inject", ())]
+    agent.cfg = cfg
+    _core(agent, cfg, lazy)
+    agent.reset_neighbours()
+
+
+def _link(agent, cfg):
+    """The link's place, DH and limits."""
     agent.link = agent.I[I_LINK] = cfg["link"]
     agent.n_links = cfg["n_links"]
     agent.status_every = int(cfg.get("status_every", 12))
@@ -97,7 +115,10 @@ def configure(agent, cfg):
     agent.u_sat = float(cfg.get("u_sat", 1e9))
     agent.mass = float(cfg.get("mass", 0.0))
     agent.centroid = tuple(cfg.get("centroid", (0.0, 0.0, 0.0)))
-    beh = cfg.get("behaviours", {})
+
+
+def _behaviours(agent, beh):
+    """The behaviours' weights and parameters (docs/design.md §5)."""
     agent.k_proxy, agent.k_assert, agent.k_local, agent.k_jl = behaviours.weights(beh)
     rmoa = beh.get("rmoa")
     agent.rmoa = None if rmoa is None else (float(rmoa.get("eta", 100.0)),
@@ -123,11 +144,10 @@ def configure(agent, cfg):
     br = beh.get("brake", {})
     # stable at 120 Hz down to ~0.4 kg m^2 effective inertia (reference arm, link 9)
     agent.brake_gains = (float(br.get("kq", 2000.0)), float(br.get("kw", 40.0)))
-    agent._safety_cfg = cfg.get("safety", {})
-    agent._brake_at_start = cfg.get("brake_at_start")
-    for x in agent.dh + (agent.q_low, agent.q_high, agent.u_sat, agent.mass) + agent.brake_gains:
-        if not safety.finite(x):
-            raise ValueError("config: %r is not a finite number" % (x,))
+
+
+def _neighbours(agent, cfg, lazy):
+    """Redundant kinematics: the neighbour check and the bridge."""
     # proximal neighbours' DH, nearest first (redundant kinematics: firmware/neighbours.py)
     nb = cfg.get("neighbours") or {}
     agent.nb = [(_joint_type(x[0]), (float(x[1]), float(x[2]), float(x[3]), float(x[4])))
@@ -141,29 +161,29 @@ def configure(agent, cfg):
     # link N-1: its K also goes to the host, the tip's distal neighbour for the check
     # (host/goal_process.py check_tip); and while the tip is out, to bridge it
     agent.k_to_host = bool(nb.get("to_host", False))
-    agent.copies = agent.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
-    # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
-    agent.inject = [tuple(x) for x in cfg.get("inject", ())]
-    agent.cfg = cfg
+
+
+def _core(agent, cfg, lazy):
+    """The core and its state."""
     # the native core where it is importable and covers this config (firmware/linkstate.py):
     # then A_i, K_i, the torque and their frames live in the float array S; a CONFIG keeps
     # the tick's state in it (A_i of the sync, K, the reading), as the pure Python keeps
     # its own, and the torque of the last cycle (agent.u[0]); a CONFIG that moves the link
     # between linkcore and the pure Python carries the tick's state across (linkstate
     # to_python, from_python)
-    old = agent.S if getattr(agent, "core", None) is not None else None
+    old = getattr(agent, "S", None)
     was_python = hasattr(agent, "core") and agent.core is None
     u = agent.u[0] if hasattr(agent, "u") else 0.0
     core = linkstate.linkcore
     agent.core = core if core is not None and linkstate.covers(cfg) else None
+    agent.S = linkstate.state(agent, old)
     if agent.core is None:
         lazy._python_cycle()
-        if old is not None:
+        if old is not None and not was_python:
             linkstate.to_python(agent, old)
         agent.components = [0.0] * 6
         agent.u = array(linkstate.FLOAT, (u,))
     else:
-        agent.S = linkstate.state(agent, old)
         if was_python:
             linkstate.from_python(agent, agent.S)
         agent.components = memoryview(agent.S)[S_C:S_C + 6]

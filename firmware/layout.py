@@ -60,6 +60,11 @@ S = _fields((
     ("S_JOINT", 8, "JOINT_STATE as received: q, qd, p_psh(3), x_r(3)"),
     ("S_Q", 1, "the joint angle of this tick (with S_QD: what the torque is of)"),
     ("S_THETA", 1, "the DH theta (its offset, revolute; the angle, prismatic)"),
+    ("S_NB_IN", 13, "the neighbour check (depth 1): K_{i-2} overheard, quat(4) p(3) v(3) w(3)"),
+    ("S_NB_DH", 5, "neighbour i-1's DH: d, a, cos(alpha/2), sin(alpha/2), theta"),
+    ("S_NB_TOL", 1, "the check's tolerance (m)"),
+    ("S_NB_E", 1, "the last check's mismatch (m)"),
+    ("S_NB_Q", 3, "neighbour i-1's joint at its last passed check (I_NB_AT): j0, j1, qd (neighbours.joint_raw)"),
 ), end="SLOTS")
 
 # ---- the agent's integers I, an array('i'): ticks run to 2^31 - 1 (int32; 'q' items
@@ -80,6 +85,10 @@ I = _fields((
     ("I_TIMING_AT", 1, "TIMING at tick % TIMING_SLOTS == I_TIMING_AT"),
     ("I_COPIES", 1, "K_i goes out this many times (kinematic_copies)"),
     ("I_JOINT", 1, "1: the HAL's reading is the JOINT_STATE linkcore.rx took into S_JOINT"),
+    ("I_NB", 1, "NB_*: the neighbour check in linkcore.rx"),
+    ("I_NB_TICK", 1, "the tick of the K_{i-2} in S_NB_IN"),
+    ("I_NB_OK", 1, "the tick of neighbour i-1's last passed check (-1: none)"),
+    ("I_NB_AT", 1, "the tick of its joint in S_NB_Q"),
 ), end="INTS")
 FLAGS = [
     ("FLAG_REV", 1, "a revolute joint"),
@@ -96,6 +105,14 @@ ANSWERS = [
     ("DUE_STATUS", 1, "| these where STATUS, TIMING go out after it this tick"),
     ("DUE_TIMING", 2, ""),
     ("DUE_QUEUED", 8, "| this where the TORQUE frame is queued on the node's buffers"),
+    ("NB_TAKEN", 0x10, "K_{i-2} overheard, into S_NB_IN"),
+    ("NB_FAILED", 0x11, "K_{i-1} taken into S_IN, its check failed (S_NB_E): K_i not composed"),
+]
+# I[I_NB]
+NB_FLAGS = [
+    ("NB_CHECK", 1, "rx takes K_{i-2} and checks K_{i-1} against it (depth 1, nothing bridged)"),
+    ("NB_REV", 2, "neighbour i-1's joint is revolute"),
+    ("NB_ON", 4, "the agent checks neighbours: its K_{i-1} is linkcore.rx's only with NB_CHECK"),
 ]
 
 # ---- safety's per-sample state (firmware/safety.py): its integers N, an array('i') ...
@@ -118,6 +135,8 @@ V = _fields((
     ("V_QD_MAX", 1, "qd_max and its negative"),
     ("V_QD_MAX_NEG", 1, ""),
     ("V_RESPOND_U", 1, "respond_u (0: the dead-motor check is off)"),
+    ("V_Q_MIN", 1, "q_low - position_margin: below it, position_limit (off: -1e30)"),
+    ("V_Q_MAX", 1, "q_high + position_margin: above it, position_limit (off: 1e30)"),
 ), end="VS")
 
 # ---- the node's buffer block (firmware/accel/forward.py: one bytearray holding what the
@@ -189,6 +208,7 @@ GROUPS = (
     ("the agent's integers I", I),
     ("I[I_FLAGS]", FLAGS),
     ("linkcore.rx's answers beyond a frame type", ANSWERS),
+    ("I[I_NB]", NB_FLAGS),
     ("safety's integers N", N),
     ("safety's floats V", V),
     ("the node's buffer block", BUFFER),

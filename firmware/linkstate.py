@@ -40,12 +40,14 @@ S_USAT = const(83)
 S_CENTROID = const(84)
 S_Q = const(246)
 S_THETA = const(247)
-SLOTS = const(248)
+S_NB_DH = const(261)
+S_NB_TOL = const(266)
+SLOTS = const(271)
 I_FLAGS = const(8)
-INTS = const(16)
+INTS = const(20)
 FLAG_SAMPLED = const(16)
 NS = const(7)
-VS = const(8)
+VS = const(10)
 # ---- end of layout ----
 
 if linkcore is not None:
@@ -64,19 +66,19 @@ else:
 
 def covers(cfg):
     """The native core does what the agent does for this config: proxy, assertions,
-    centering/retraction, joint limit and gravity by assertion, but no neighbour check or
-    bridge, load, identification, RMOA or fault injection (those run in Python)."""
+    centering/retraction, joint limit, gravity by assertion, the neighbour check (depth 1) and
+    the bridge, but no load, identification, RMOA or fault injection (those run in Python)."""
     beh = cfg.get("behaviours", {})
     nb = cfg.get("neighbours") or {}
     return not (cfg.get("load") or cfg.get("identify") or cfg.get("inject") or beh.get("rmoa")
-                or nb.get("dh") or nb.get("to_host"))   # (to_host: K_{N-1} to the host too)
+                or nb.get("to_host"))   # (to_host: K_{N-1} to the host too)
 
 
 def state(agent, old=None):
     """S for the agent's configuration (LinkAgent.configure has set its fields); with
     `old`, its S until now, whose tick's state (A_i, K, the goal, the reading, ...) it
     keeps."""
-    S = array(FLOAT, bytes(SLOTS * linkcore.FLOAT_BYTES)) if old is None else array(FLOAT, old)
+    S = array(FLOAT, bytes(SLOTS * (4 if FLOAT == "f" else 8))) if old is None else array(FLOAT, old)
     theta, d, a, alpha = agent.dh
     put(S, S_DH, (d, a, cos(0.5 * alpha), sin(0.5 * alpha)))   # as kinematic_bus.dh_local
     S[S_THETA] = theta
@@ -88,6 +90,10 @@ def state(agent, old=None):
     S[S_USAT] = agent.u_sat
     put(S, S_CENTROID, agent.centroid)
     put(S, S_COUPLET + 3, (0.0,) * 6 if agent.weight is None else agent.weight)
+    if agent.nb:   # neighbour i-1's DH, as dh_local takes it
+        theta, d, a, alpha = agent.nb[0][1]
+        put(S, S_NB_DH, (d, a, cos(0.5 * alpha), sin(0.5 * alpha), theta))
+    S[S_NB_TOL] = agent.nb_tol
     return S
 
 

@@ -176,24 +176,32 @@ class ChainNode:
 
     def _tables(self):
         """forward.cut's routing table, from _route: a frame that only passes through
-        (not this node's, not broadcast, not overheard, not dropped) is cut through; with
-        no overhearing, a frame for this node is decoded into the pool
-        by cut too, and a broadcast both (what _pump would do with them; on a ring cut
-        also stands in for _ring_admits); bits 4-5 say where the agent's frames go (send)."""
+        (not this node's, not broadcast, not overheard, not dropped) is cut through; a
+        frame for this node, and one overheard from up, is decoded into the pool by cut
+        too (not on a ring that overhears), and a broadcast both (what _pump would do with them; on a ring cut also
+        stands in for _ring_admits); bits 4-5 say where the agent's frames go (send)."""
         # the links that overhear: never the host (address 0), whose K_N passes link 1
         # on a plain chain
         near = max(1, self.link - self.overhear) if self.overhear else self.link + 1
-        # overheard packets (this node's K_{i-1} passed on to the links that overhear it)
-        # are _pump's
-        mine = not self.overhear
-        # on a ring cut checks the goal waves as _ring_admits does
+        # the node's own frames are cut's too (on a ring it checks the goal waves as
+        # _ring_admits does), except on a ring that overhears: _pump's (a dead node's
+        # neighbours route round it)
+        mine = not (self.overhear and self.ring)
         self._blk[_BLK_RING] = 1 if mine and self.ring else 0
+        # an overheard packet from up (a proximal neighbour's input, passed on by it) is
+        # taken, and passed on down to the links after this one that overhear it too (as
+        # _pump does); from down it is _pump's
+        on = self._route(self.link + 1, None, 0, self.up) if self.overhear and mine else 0
         t = self._cut_tab
         for dst in range(256):
             v = self._route(dst, None, 0, None) << 4
             passing = dst != self.link and dst != m.BROADCAST and (dst < near or dst > self.link)
             if mine and (dst == self.link or dst == m.BROADCAST):
                 v |= _MINE_UP | _MINE_DOWN
+            elif mine and near <= dst < self.link:
+                v |= _MINE_UP
+                if self.link - dst < self.overhear and (on == 1 or on == 2):
+                    v |= on
             if passing or (mine and dst == m.BROADCAST):
                 for side in (0, 1):
                     s = self._route(dst, None, 0, self.down if side else self.up)

@@ -81,7 +81,6 @@ def _param(agent):
             agent.safety.configure(agent._safety_cfg)
         except Exception:
             agent.configure(old)
-            agent._safety_cfg = old.get("safety", {})
             raise
     _say(agent, "%s = %s" % (key, json.dumps(_lookup(agent.cfg, key))))
 

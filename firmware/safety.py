@@ -4,7 +4,8 @@
 # and names are bus_protocol/states.py, shared with the host.
 from bus_protocol.states import (  # noqa: F401  (re-exported for the agent and tests)
     BRAKED, DAMP, DEFAULT_REACTIONS, F_BUS_LOST, F_COMMAND, F_CONFIG, F_GOAL_STALE, F_INTERNAL,
-    F_KIN_STALE, F_MOTOR, F_NAN, F_NEIGHBOUR_DISAGREES, F_NEIGHBOUR_SILENT, F_OVER_TORQUE, F_SENSOR,
+    F_KIN_STALE, F_MOTOR, F_NAN, F_NEIGHBOUR_DISAGREES, F_NEIGHBOUR_SILENT, F_OVER_TORQUE,
+    F_POSITION_LIMIT, F_SENSOR,
     FAULT_NAMES, HOLD, INIT, REACTION_STATE, RUN, STATE_NAMES, fault_names,
     is_fault_state, stronger)
 
@@ -38,7 +39,9 @@ _V_MAX_Q_NEG = const(4)
 _V_QD_MAX = const(5)
 _V_QD_MAX_NEG = const(6)
 _V_RESPOND_U = const(7)
-_VS = const(8)
+_V_Q_MIN = const(8)
+_V_Q_MAX = const(9)
+_VS = const(10)
 # ---- end of layout ----
 
 BIG = 1e30   # |x| below this and not NaN: a usable number (comparing allocates nothing;
@@ -86,6 +89,8 @@ def on_sample(self, tick, q, qd):
     N[_N_PREV] = 1
     if qd > self.qd_max or qd < self._qd_max_neg:   # |qd| > qd_max
         self.trip(F_SENSOR, "overspeed %.2f" % qd)
+    if q < V[_V_Q_MIN] or q > V[_V_Q_MAX]:   # beyond q_low, q_high by more than the margin
+        self.trip(F_POSITION_LIMIT, "position %.3f beyond [%.3f, %.3f]" % (q, V[_V_Q_MIN], V[_V_Q_MAX]))
 
 
 class Safety:
@@ -139,6 +144,11 @@ class Safety:
         V[_V_MAX_Q_NEG] = self._q_step_neg = -self.max_q_step
         V[_V_QD_MAX] = self.qd_max
         V[_V_QD_MAX_NEG] = self._qd_max_neg = -self.qd_max
+        # the joint's travel (the link's q_low, q_high) and how far beyond it a reading may go
+        # before position_limit latches; no margin: off
+        margin = cfg.get("position_margin")
+        V[_V_Q_MIN] = LOW if margin is None else float(cfg.get("q_low", LOW)) - float(margin)
+        V[_V_Q_MAX] = BIG if margin is None else float(cfg.get("q_high", BIG)) + float(margin)
         self.stall_u = float(cfg.get("stall_u", 0.0))      # 0 disables the stall trigger
         self.stall_qd = float(cfg.get("stall_qd", 1e-3))
         self.stall_cycles = int(cfg.get("stall_cycles", 60))

@@ -26,7 +26,8 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results.json")
 PHASES = ("sync", "k_hop", "goal_hop", "forward", "cycle", "idle_poll", "cycle_status", "cycle_timing")
 # the issue's targets for the M4F build (instructions, bytes)
 TARGETS = {"k_hop": 20000, "goal_hop": 25000, "forward": 5000, "cycle": 60000,
-           "alloc_bytes_per_cycle": 0, "ram_mpy": 24 * 1024}
+           "alloc_bytes_per_cycle": 0, "ram_frozen": 24 * 1024, "ram_mpy": 64 * 1024,
+           "k_hop_checks": 20000, "cycle_checks": 70000}
 
 
 def parse(text):
@@ -69,6 +70,9 @@ def measure(name, lines=False):
     split = mcu.run(name, elf, native + "import mp_hop_split\nmp_hop_split.run()")
     out["split"] = {ln.split()[1] + " " + ln.split()[2]: int(round(float(ln.split()[3]) * 1000))
                     for ln in split.splitlines() if ln.startswith("SPLIT ")}
+    # the same cycle with the neighbour check (depth 1) and the bridge on, its node overhearing
+    checks = mcu.run(name, elf, native + "mp_node_cycle.main(checks=True)")
+    out["checks"] = parse_checks(checks)
     python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
     out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     # the cost of fault tolerance (benchmarks/mp_fault_cost.py, experiments/FAULTS.md), with and
@@ -94,6 +98,21 @@ def measure_auth(name, elf, native):
     if "check_goal" not in out:
         raise mcu.McuError("the board printed no AUTH lines:\n%s" % text[-2000:])
     return out
+
+
+def parse_checks(text):
+    """mp_node_cycle.main(checks=True)'s output -> {phase: instructions, alloc_bytes_per_cycle}."""
+    r = {}
+    for line in text.splitlines():
+        w = line.split()
+        if line.startswith("PHASE ") and w[1].endswith("_checks"):
+            r[w[1][:-len("_checks")]] = int(round(float(w[2]) * 1000))
+        elif line.startswith("ALLOC_checks per control cycle"):
+            r["alloc_bytes_per_cycle"] = int(w[-2])
+    missing = [k for k in ("sync", "k_hop", "goal_hop", "cycle", "alloc_bytes_per_cycle") if k not in r]
+    if missing:
+        raise mcu.McuError("the board printed no %s (checks):\n%s" % (", ".join(missing), text[-2000:]))
+    return r
 
 
 def parse_cost(text):
@@ -122,10 +141,16 @@ def table(res):
         row(label, lambda r, p=p: r.get(p, -1), "<= %d" % TARGETS[p] if p in TARGETS else "")
     row("bytes allocated per cycle", lambda r: r["alloc_bytes_per_cycle"], "0")
     row("  of which the node's", lambda r: r.get("alloc_bytes_per_cycle_node", -1), "0")
-    row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"])
+    rows.append("with the neighbour check (depth 1) and the bridge on:")
+    for p, label in (("sync", "SYNC + joint state"), ("k_hop", "kinematic hop (K_{i-2} overheard too)"),
+                     ("goal_hop", "goal hop"), ("cycle", "whole cycle")):
+        row("  " + label, lambda r, p=p: r.get("checks", {}).get(p, -1),
+            "<= %d" % TARGETS[p + "_checks"] if p + "_checks" in TARGETS else "")
+    row("  bytes allocated per cycle", lambda r: r.get("checks", {}).get("alloc_bytes_per_cycle", -1), "0")
+    row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"],
+        "<= %d" % TARGETS["ram_frozen"])
     row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])
-    row("RAM after init, .mpy in ROMFS (bytes)", lambda r: r["ram_after_init_bytes"].get("mpy_romfs", -1),
-        "<= %d" % TARGETS["ram_mpy"])
+    row("RAM after init, .mpy in ROMFS (bytes)", lambda r: r["ram_after_init_bytes"].get("mpy_romfs", -1))
     row("longest GC pause (instructions)", lambda r: r["gc_pause_max_instructions"])
     row("heap (bytes)", lambda r: r["heap_bytes"])
     rows.append("RAM after init as .mpy, by module (bytes)")

@@ -188,7 +188,7 @@ static mp_obj_t rx(size_t n_args, const mp_obj_t *args) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
     int32_t *I = ints(args[3]);
-    int t = rx_check(b.buf, n, I[I_TICK], I[I_LINK]);
+    int t = rx_check(b.buf, n, I);
     if (t == 0) {
         return MP_OBJ_NEW_SMALL_INT(0);
     }
@@ -209,6 +209,14 @@ static mp_obj_t a_i(size_t n_args, const mp_obj_t *args) {
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(a_i_obj, 4, a_i);
+
+// bridge(S, I, q, qd): K_{i-1} composed from K_{i-2} (S_NB_IN) over neighbour i-1's
+// joint (q, qd) into S_IN (nb_bridge)
+static mp_obj_t bridge(size_t n_args, const mp_obj_t *args) {
+    nb_bridge(state(args[0]), ints(args[1]), mp_obj_get_float(args[2]), mp_obj_get_float(args[3]));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(bridge_obj, 4, bridge);
 
 // sample(S, I, N, V) -> the sync's plain sample done (sample in linkcore_core.h; N and V
 // are safety's per-sample state, an array('i') of NS and an array of VS floats like S)
@@ -243,6 +251,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_sample, MP_OBJ_FROM_PTR(&sample_obj));
     mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
+    mp_store_global(MP_QSTR_bridge, MP_OBJ_FROM_PTR(&bridge_obj));
     // the layout's size and the float width, checked by firmware/linkstate.py
     mp_store_global(MP_QSTR_SLOTS, MP_OBJ_NEW_SMALL_INT(SLOTS));
     mp_store_global(MP_QSTR_INTS, MP_OBJ_NEW_SMALL_INT(INTS));

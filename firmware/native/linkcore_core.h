@@ -156,10 +156,11 @@ static bool wire_out(uint8_t *blk, const uint8_t *const *f, const int *n, const 
 
 // ---- the kinematic bus (kinematic_bus.py, docs/design.md §2, 5.172-5.176) ----
 
-// A_i(q) = Rz(theta) Tz(d) Tx(a) Rx(alpha), theta + q (revolute) or d + q (prismatic)
-// (kinematic_bus.dh_local); the sampled q, qd into S_Q, S_QD
-static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
-    real d = S[S_DH], a = S[S_DH + 1], ca = S[S_DH + 2], sa = S[S_DH + 3];
+// A(q) = Rz(theta) Tz(d) Tx(a) Rx(alpha), theta + q (revolute) or d + q (prismatic)
+// (kinematic_bus.dh_local) of the DH dh = (d, a, cos(alpha/2), sin(alpha/2)): rot(4) and
+// trans(3) into rt
+static void dh_at(const real *dh, bool revolute, real theta, real q, real *rt) {
+    real d = dh[0], a = dh[1], ca = dh[2], sa = dh[3];
     if (revolute) {
         theta = theta + q;
     } else {
@@ -167,13 +168,18 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
     }
     real h = R(0.5) * theta;
     real ct = cos_r(h), st = sin_r(h), c = cos_r(theta), s = sin_r(theta);
-    S[S_ROT] = ct * ca;
-    S[S_ROT + 1] = ct * sa;
-    S[S_ROT + 2] = st * sa;
-    S[S_ROT + 3] = st * ca;
-    S[S_TRANS] = a * c;
-    S[S_TRANS + 1] = a * s;
-    S[S_TRANS + 2] = d;
+    rt[0] = ct * ca;
+    rt[1] = ct * sa;
+    rt[2] = st * sa;
+    rt[3] = st * ca;
+    rt[4] = a * c;
+    rt[5] = a * s;
+    rt[6] = d;
+}
+
+// A_i(q) into S_ROT, S_TRANS; the sampled q, qd into S_Q, S_QD
+static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
+    dh_at(S + S_DH, revolute, theta, q, S + S_ROT);
     S[S_Q] = q;
     S[S_QD] = qd;
 }
@@ -182,7 +188,8 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
 
 // The sync's plain sample: this tick's reading q, qd in S_JOINT (the JOINT_STATE rx took,
 // I_JOINT, or the HAL's reading the agent put there), where safety's on_sample would latch
-// nothing (NaN, goal watchdog, encoder jump, overspeed) and has nothing else to do (a
+// nothing (NaN, goal watchdog, encoder jump, overspeed, position limit) and has nothing
+// else to do (a
 // first sample, check_response with work): it becomes safety's previous reading (N, V)
 // and S_Q, S_QD with A_i(q) (dh_local), and I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else
 // false, and nothing changed: the agent samples in Python. The agent calls it in RUN with
@@ -196,7 +203,8 @@ static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
     int64_t tick = I[I_TICK];
     real dq = q - qp;   // |dq| > max_q_step, |qd| > qd_max, written out as safety writes them
     if (!usable(q) || !usable(qd) || tick - N[N_LAST_GOAL] > N[N_WATCHDOG]
-            || dq > V[V_MAX_Q] || dq < V[V_MAX_Q_NEG] || qd > V[V_QD_MAX] || qd < V[V_QD_MAX_NEG]) {
+            || dq > V[V_MAX_Q] || dq < V[V_MAX_Q_NEG] || qd > V[V_QD_MAX] || qd < V[V_QD_MAX_NEG]
+            || q < V[V_Q_MIN] || q > V[V_Q_MAX]) {
         return false;
     }
     if (N[N_U_RUN] && tick == (int64_t)N[N_TICK_PREV] + 1
@@ -211,15 +219,11 @@ static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
     return true;
 }
 
-// K_i from K_{i-1} (S_IN) and A_i(q): kinematic_bus.compose, expression for expression
-static void compose(real *S, bool revolute) {
-    for (int j = 0; j < 13; j++) {
-        S[S_PREV + j] = S[S_IN + j];
-    }
-    const real *k0 = S + S_PREV;
+// K = (quat, p, v, w) from K_{i-1} = k0 and A(q) = rt (rot(4), trans(3)) at speed qd,
+// with the joint axis z: kinematic_bus.compose, expression for expression
+static void compose_at(const real *k0, const real *rt, real qd, bool revolute, real *z, real *k) {
     real aw = k0[0], ax = k0[1], ay = k0[2], az = k0[3];
-    real bw = S[S_ROT], bx = S[S_ROT + 1], by = S[S_ROT + 2], bz = S[S_ROT + 3];
-    real *z = S + S_Z;
+    real bw = rt[0], bx = rt[1], by = rt[2], bz = rt[3];
     z[0] = R(2.0) * (ax * az + aw * ay);
     z[1] = R(2.0) * (ay * az - aw * ax);
     z[2] = R(1.0) - R(2.0) * (ax * ax + ay * ay);
@@ -228,7 +232,6 @@ static void compose(real *S, bool revolute) {
     real qy = aw * by - ax * bz + ay * bw + az * bx;
     real qz = aw * bz + ax * by - ay * bx + az * bw;
     real s = root(qw * qw + qx * qx + qy * qy + qz * qz);
-    real *k = S + S_K;
     if (s == R(0.0)) {
         k[0] = R(1.0);
         k[1] = k[2] = k[3] = R(0.0);
@@ -238,7 +241,7 @@ static void compose(real *S, bool revolute) {
         k[2] = qy / s;
         k[3] = qz / s;
     }
-    real vx = S[S_TRANS], vy = S[S_TRANS + 1], vz = S[S_TRANS + 2];   // r = R(quat0) trans
+    real vx = rt[4], vy = rt[5], vz = rt[6];   // r = R(quat0) trans
     real tx = ay * vz - az * vy;
     real ty = az * vx - ax * vz;
     real tz = ax * vy - ay * vx;
@@ -251,7 +254,6 @@ static void compose(real *S, bool revolute) {
     k[4] = k0[4] + rx;
     k[5] = k0[5] + ry;
     k[6] = k0[6] + rz;
-    real qd = S[S_QD];
     real *v = k + 7, *w = k + 10;
     const real *v0 = k0 + 7, *w0 = k0 + 10;
     if (revolute) {
@@ -273,6 +275,95 @@ static void compose(real *S, bool revolute) {
     v[0] = v[0] + (wy * rz - wz * ry);
     v[1] = v[1] + (wz * rx - wx * rz);
     v[2] = v[2] + (wx * ry - wy * rx);
+}
+
+// K_i from K_{i-1} (S_IN, kept in S_PREV) and A_i(q)
+static void compose(real *S, bool revolute) {
+    for (int j = 0; j < 13; j++) {
+        S[S_PREV + j] = S[S_IN + j];
+    }
+    compose_at(S + S_PREV, S + S_ROT, S[S_QD], revolute, S + S_Z, S + S_K);
+}
+
+// ---- the neighbour check and the bridge, depth 1 (neighbours.py; Hamilton et al.) ----
+
+// The bridge over neighbour i-1 (neighbours.bridge, compose_link): K_{i-1} composed from
+// K_{i-2} (S_NB_IN) over its joint (q, qd) into S_IN, for kinematic_i
+static void nb_bridge(real *S, const int32_t *I, real q, real qd) {
+    bool revolute = I[I_NB] & NB_REV;
+    real rt[7], z[3];
+    dh_at(S + S_NB_DH, revolute, S[S_NB_DH + 4], q, rt);
+    compose_at(S + S_NB_IN, rt, qd, revolute, z, S + S_IN);
+}
+
+// Neighbour i-1's check (neighbours.mismatch, joint_raw and _local, expression for
+// expression): its K_{i-1} in S_IN against K_{i-1} recomputed from K_{i-2} (S_NB_IN) with
+// the joint the two packets imply; true if the mismatch is within S_NB_TOL, then that
+// joint (j0, j1, qd) into S_NB_Q; the mismatch into S_NB_E
+static bool nb_check(real *S, bool revolute) {
+    const real *k0 = S + S_NB_IN, *k1 = S + S_IN, *dh = S + S_NB_DH;
+    real aw = k0[0], ax = -k0[1], ay = -k0[2], az = -k0[3];   // conj(quat_{i-2})
+    real z0 = R(2.0) * (k0[1] * k0[3] + k0[0] * k0[2]);       // vec.qaxis_z
+    real z1 = R(2.0) * (k0[2] * k0[3] - k0[0] * k0[1]);
+    real z2 = R(1.0) - R(2.0) * (k0[1] * k0[1] + k0[2] * k0[2]);
+    real j0, j1 = R(0.0), qd, rt[7];
+    if (revolute) {   // quat_{i-1} = quat_{i-2} Rz(theta + q) Rx(alpha): Rx(alpha) off the right
+        real bw = k1[0], bx = k1[1], by = k1[2], bz = k1[3];
+        real mw = aw * bw - ax * bx - ay * by - az * bz;   // vec.qmul
+        real mx = aw * bx + ax * bw + ay * bz - az * by;
+        real my = aw * by - ax * bz + ay * bw + az * bx;
+        real mz = aw * bz + ax * by - ay * bx + az * bw;
+        real ca = dh[2], sa = dh[3], cx = -sa, cy = R(0.0), cz = R(0.0);
+        j0 = mw * ca - mx * cx - my * cy - mz * cz;
+        j1 = mw * cz + mx * cy - my * cx + mz * ca;
+        qd = z0 * (k1[10] - k0[10]) + z1 * (k1[11] - k0[11]) + z2 * (k1[12] - k0[12]);
+        real n = root(j0 * j0 + j1 * j1), ct = R(1.0), st = R(0.0);
+        if (n != R(0.0)) {
+            ct = j0 / n;
+            st = j1 / n;
+        }
+        real c = ct * ct - st * st, s = R(2.0) * (st * ct);
+        rt[0] = ct * ca;
+        rt[1] = ct * sa;
+        rt[2] = st * sa;
+        rt[3] = st * ca;
+        rt[4] = dh[1] * c;
+        rt[5] = dh[1] * s;
+        rt[6] = dh[0];
+    } else {
+        real dx = k1[4] - k0[4], dy = k1[5] - k0[5], dz = k1[6] - k0[6];
+        j0 = z0 * dx + z1 * dy + z2 * dz - dh[0];
+        real wx = k0[10], wy = k0[11], wz = k0[12];   // dv = (v1 - v0) - w x dp
+        real ex = (k1[7] - k0[7]) - (wy * dz - wz * dy);
+        real ey = (k1[8] - k0[8]) - (wz * dx - wx * dz);
+        real ez = (k1[9] - k0[9]) - (wx * dy - wy * dx);
+        qd = z0 * ex + z1 * ey + z2 * ez;
+        dh_at(dh, false, dh[4], j0, rt);
+    }
+    real z[3], k[13];
+    compose_at(k0, rt, qd, revolute, z, k);
+    real e = R(0.0);
+    for (int j = 4; j < 7; j++) {   // positions only (a bridged packet is off most in v, w)
+        real x = k[j] - k1[j];
+        if (x > e) {
+            e = x;
+        } else if (-x > e) {
+            e = -x;
+        }
+    }
+    real c = k[0] * k1[0] + k[1] * k1[1] + k[2] * k1[2] + k[3] * k1[3];
+    c = c < R(0.0) ? -c : c;
+    if (R(1.0) - c > e) {
+        e = R(1.0) - c;
+    }
+    S[S_NB_E] = e;
+    if (e <= S[S_NB_TOL]) {
+        S[S_NB_Q] = j0;
+        S[S_NB_Q + 1] = j1;
+        S[S_NB_Q + 2] = qd;
+        return true;
+    }
+    return false;
 }
 
 // the gravity couplet's point: p + R(quat) centroid (agent._to_world, vec.qrot)
@@ -363,14 +454,18 @@ static bool torque(real *S, bool revolute, bool goal, int n_assert, real q, real
 // ---- the frames in and out (the glues' rx, kinematic, torque) ----
 
 // A received frame of n bytes checked as messages.Decoder checks it (length, CRC, type,
-// layout): its type if it is one linkcore takes for this agent, else 0:
-//   SYNC (broadcast or to `link`), JOINT_STATE to `link`, KINEMATIC to `link` of this
-//   `tick`, GOAL (broadcast) of this `tick`.
-static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
+// layout): its type if it is one linkcore takes for this agent (I: its tick, link and
+// I_NB), else 0:
+//   SYNC (broadcast or to the link), JOINT_STATE to the link, KINEMATIC to the link of
+//   this tick (unless the agent has neighbours and checks them in Python), GOAL
+//   (broadcast) of this tick; NB_TAKEN for K_{i-2} of this tick (KINEMATIC to link i-1)
+//   where linkcore checks neighbour i-1 (NB_CHECK).
+static int rx_check(const uint8_t *f, size_t n, const int32_t *I) {
     if (n < 8 || f[5] + 8u != n) {
         return 0;
     }
-    int t = f[0], dst = f[2];
+    long tick = I[I_TICK], link = I[I_LINK];
+    int t = f[0], dst = f[2], nb = I[I_NB];
     const uint8_t *pay = f + HEADER;
     bool mine;   // the right size, and this agent's to act on
     switch (t) {
@@ -381,7 +476,12 @@ static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
             mine = n == 45 && dst == link && get_u32(pay) <= INT32_MAX;
             break;
         case T_KINEMATIC:
-            mine = n == K_FRAME && dst == link && tick >= 0 && get_u32(pay) == (uint32_t)tick;
+            mine = n == K_FRAME && tick >= 0 && get_u32(pay) == (uint32_t)tick
+                   && ((dst == link && (!(nb & NB_ON) || (nb & NB_CHECK)))
+                       || (dst == link - 1 && (nb & NB_CHECK)));
+            if (mine && dst != link) {
+                t = NB_TAKEN;
+            }
             break;
         case T_GOAL:
             mine = n == 49 && dst == BROADCAST && tick >= 0 && get_u32(pay) == (uint32_t)tick;
@@ -402,16 +502,17 @@ static int rx_check(const uint8_t *f, size_t n, long tick, long link) {
 // The payload of a frame rx_check passed as type t, into S (and ints, for SYNC and
 // JOINT_STATE: the tick, then the flags); false if a float is not usable (nothing taken)
 //   JOINT_STATE: q, qd, p_psh, x_r into S_JOINT;  KINEMATIC: K_{i-1} into S_IN;
-//   GOAL: p_app and f into S_GOAL.
+//   NB_TAKEN: K_{i-2} into S_NB_IN;  GOAL: p_app and f into S_GOAL.
 static bool rx_take(int t, const uint8_t *pay, real *S, int32_t *ints) {
     real tmp[13];
     switch (t) {
         case T_KINEMATIC:   // tick, quat, p, v, w
+        case NB_TAKEN:
             if (!get_floats(tmp, pay + 4, 13)) {
                 return false;
             }
             for (int j = 0; j < 13; j++) {
-                S[S_IN + j] = tmp[j];
+                S[(t == NB_TAKEN ? S_NB_IN : S_IN) + j] = tmp[j];
             }
             break;
         case T_GOAL:        // tick, goal_id, p_app(3), f(6)
@@ -487,6 +588,10 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 
 // What the agent does at once with a frame rx_take took as type t (agent.receive: one
 // native call for a hot frame, make mcu-bench):
+//   K_{i-2} overheard (NB_TAKEN): its tick into I_NB_TICK -> NB_TAKEN;
+//   KINEMATIC, this tick's K_i not yet out, K_{i-2} of this tick taken (NB_CHECK):
+//     neighbour i-1's check (nb_check): passed, its tick into I_NB_OK, I_NB_AT; failed -> NB_FAILED
+//     (the agent's neighbours.failed says what follows);
 //   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT,
 //     or K_QUEUED where they went onto the node's transmit buffers `blk` (the gravity
 //     couplet's ASSERT, then K_i I_COPIES times: agent._kinematic_out's order);
@@ -498,7 +603,17 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 //   otherwise t (the agent's Python does the rest).
 static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int state, int32_t *N, real *V) {
     int32_t tick = I[I_TICK];
+    if (t == NB_TAKEN) {
+        I[I_NB_TICK] = tick;
+        return t;
+    }
     if (t == T_KINEMATIC && I[I_KIN] != tick) {
+        if ((I[I_NB] & NB_CHECK) && I[I_NB_TICK] == tick) {
+            if (!nb_check(S, I[I_NB] & NB_REV)) {
+                return NB_FAILED;
+            }
+            I[I_NB_OK] = I[I_NB_AT] = tick;
+        }
         kinematic_i(S, I, tx);
         const uint8_t *f[2] = {tx + K_FRAME, tx};
         int n[2] = {ASSERT_FRAME, K_FRAME};

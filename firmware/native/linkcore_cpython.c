@@ -130,7 +130,7 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     int t = 0;
     if (n <= fb.len && n >= 0) {
-        t = rx_check(fb.buf, n, I[I_TICK], I[I_LINK]);
+        t = rx_check(fb.buf, n, I);
     }
     if (t != 0) {
         real *S = buffer(args[2], &sb, SLOTS * sizeof(real), "state array");
@@ -175,6 +175,27 @@ static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
+    release2(&sb, &ib);
+    Py_RETURN_NONE;
+}
+
+// bridge(S, I, q, qd): K_{i-1} from K_{i-2} over neighbour i-1's joint into S_IN (nb_bridge)
+static PyObject *bridge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 4, "bridge")) {
+        return NULL;
+    }
+    real q = PyFloat_AsDouble(args[2]);
+    real qd = PyFloat_AsDouble(args[3]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer sb, ib;
+    int32_t *I;
+    real *S = state_ints(args, &sb, &ib, &I);
+    if (S == NULL) {
+        return NULL;
+    }
+    nb_bridge(S, I, q, qd);
     release2(&sb, &ib);
     Py_RETURN_NONE;
 }
@@ -256,6 +277,7 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyMethodDef methods[] = {
     {"rx", (PyCFunction)(void (*)(void))rx, METH_FASTCALL, "a hot frame into S: its type, or 0"},
     {"a_i", (PyCFunction)(void (*)(void))a_i, METH_FASTCALL, "A_i(q) into S"},
+    {"bridge", (PyCFunction)(void (*)(void))bridge, METH_FASTCALL, "K_{i-1} over neighbour i-1 into S"},
     {"sample", (PyCFunction)(void (*)(void))sample_fun, METH_FASTCALL, "the sync's plain sample"},
     {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
     {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},

@@ -26,7 +26,12 @@
 #define S_JOINT 238       // JOINT_STATE as received: q, qd, p_psh(3), x_r(3)
 #define S_Q 246           // the joint angle of this tick (with S_QD: what the torque is of)
 #define S_THETA 247       // the DH theta (its offset, revolute; the angle, prismatic)
-#define SLOTS 248
+#define S_NB_IN 248       // the neighbour check (depth 1): K_{i-2} overheard, quat(4) p(3) v(3) w(3)
+#define S_NB_DH 261       // neighbour i-1's DH: d, a, cos(alpha/2), sin(alpha/2), theta
+#define S_NB_TOL 266      // the check's tolerance (m)
+#define S_NB_E 267        // the last check's mismatch (m)
+#define S_NB_Q 268        // neighbour i-1's joint at its last passed check (I_NB_AT): j0, j1, qd (neighbours.joint_raw)
+#define SLOTS 271
 
 // ---- the agent's integers I ----
 #define I_TICK 0          // the tick synced to (-1: none yet)
@@ -44,7 +49,11 @@
 #define I_TIMING_AT 13    // TIMING at tick % TIMING_SLOTS == I_TIMING_AT
 #define I_COPIES 14       // K_i goes out this many times (kinematic_copies)
 #define I_JOINT 15        // 1: the HAL's reading is the JOINT_STATE linkcore.rx took into S_JOINT
-#define INTS 16
+#define I_NB 16           // NB_*: the neighbour check in linkcore.rx
+#define I_NB_TICK 17      // the tick of the K_{i-2} in S_NB_IN
+#define I_NB_OK 18        // the tick of neighbour i-1's last passed check (-1: none)
+#define I_NB_AT 19        // the tick of its joint in S_NB_Q
+#define INTS 20
 
 // ---- I[I_FLAGS] ----
 #define FLAG_REV 1        // a revolute joint
@@ -60,6 +69,13 @@
 #define DUE_STATUS 1      // | these where STATUS, TIMING go out after it this tick
 #define DUE_TIMING 2
 #define DUE_QUEUED 8      // | this where the TORQUE frame is queued on the node's buffers
+#define NB_TAKEN 16       // K_{i-2} overheard, into S_NB_IN
+#define NB_FAILED 17      // K_{i-1} taken into S_IN, its check failed (S_NB_E): K_i not composed
+
+// ---- I[I_NB] ----
+#define NB_CHECK 1        // rx takes K_{i-2} and checks K_{i-1} against it (depth 1, nothing bridged)
+#define NB_REV 2          // neighbour i-1's joint is revolute
+#define NB_ON 4           // the agent checks neighbours: its K_{i-1} is linkcore.rx's only with NB_CHECK
 
 // ---- safety's integers N ----
 #define N_TICK_PREV 0     // the tick of the last sample (-2: none)
@@ -80,7 +96,9 @@
 #define V_QD_MAX 5        // qd_max and its negative
 #define V_QD_MAX_NEG 6
 #define V_RESPOND_U 7     // respond_u (0: the dead-motor check is off)
-#define VS 8
+#define V_Q_MIN 8         // q_low - position_margin: below it, position_limit (off: -1e30)
+#define V_Q_MAX 9         // q_high + position_margin: above it, position_limit (off: 1e30)
+#define VS 10
 
 // ---- the node's buffer block ----
 #define MAX_WIRE 80       // COBS bytes of the longest logical frame, with margin

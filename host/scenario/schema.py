@@ -47,6 +47,8 @@ BEHAVIOURS = {
                "frozen_cycles": F("int", 3, 0), "frozen_du": F("float", 2.0, 0.0),
                "respond_u": F("float", 0.0, 0.0), "respond_a": F("float", 10.0, 0.0),
                "respond_ms": F("float", 150.0, 0.0),
+               # position_limit: a reading beyond q_low, q_high by more than this; unset: off
+               "position_margin": F("float", None, 0.0),
                "reactions": {name: F("str", None, choices=("report", "hold", "damp", "brake"))
                              for name in DEFAULT_REACTIONS}},
     # redundant kinematics (firmware/neighbours.py): check and bridge `depth` proximal
