@@ -1,9 +1,9 @@
 # Bus faults on an emulated medium (scenario [[fault]] frame_loss, corrupt, latency;
-# sim_host/faults.py), applied where a frame enters the medium: in processes mode by every
+# sim_host/fault_injection.py), applied where a frame enters the medium: in processes mode by every
 # node's unix-port bus port (firmware/hal/unix_ports.py) and the host's transport
 # (host/transports/faulty.py). Runs unchanged under CPython and MicroPython.
 #
-# Semantics as in-process (sim_host/faults.FaultSet.on_wire): a frame faces each fault once,
+# Semantics as in-process (sim_host/fault_injection.FaultSet.on_wire): a frame faces each fault once,
 # on "its" wire: the wire into its destination link, or out of its source for frames to
 # the host or to everyone (0 is the host's own port); a fault with no link hits every wire.
 # Each draw is a hash of the frame's identity (tick, type, addresses, copy), the fault and

@@ -127,7 +127,7 @@ F_SENSOR = const(64)
 
 _NO_AUTH = (0, 0, 0)   # STATUS.auth_rejected of a node that checks no host commands
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
-# fault injection (config "inject", sim_host/faults.py; absent on a real arm)
+# fault injection (config "inject", sim_host/fault_injection.py; absent on a real arm)
 INJ_SILENT = 1    # the node sends nothing (bus and motor command)
 INJ_COMPUTE = 2   # Hamilton's ALU fault: K_i's x (or the torque) off by a value
 
@@ -422,7 +422,7 @@ class LinkAgent:
     # native code (the hot path: this and actuate, ChainNode's poll and send; the rest of
     # each is bytecode in a method of its own): fewer instructions a cycle (make
     # mcu-bench); no RAM frozen into the firmware, some as .mpy files or in ROMFS (native
-    # code is loaded into RAM: bench/README.md)
+    # code is loaded into RAM: benchmarks/README.md)
     @micropython.native
     def receive(self, frame, n=None):
         """Decode one logical frame and act on it. Garbage is counted, never raised; a

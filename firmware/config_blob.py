@@ -159,7 +159,7 @@ def _neighbours(agent, cfg, lazy):
     agent.nb_tol = float(nb.get("tol", 1e-2))             # check tolerance (m, m/s, rad/s)
     agent.nb_readmit = int(nb.get("readmit_cycles", 3))
     # link N-1: its K also goes to the host, the tip's distal neighbour for the check
-    # (host/goal_process.py check_tip); and while the tip is out, to bridge it
+    # (host/controller.py check_tip); and while the tip is out, to bridge it
     agent.k_to_host = bool(nb.get("to_host", False))
 
 

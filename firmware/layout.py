@@ -1,7 +1,7 @@
 # Every layout the firmware's hot path shares between Python, C and Thumb assembly,
 # written once: the float state S and the integers I of a link agent (with I's flags and
 # linkcore.rx's answers), safety's per-sample state N and V, the node's buffer block, and
-# the lengths of the frames the hot path writes. `make layouts` (host/layouts.py) writes
+# the lengths of the frames the hot path writes. `make layouts` (host/tools/layouts.py) writes
 # them out as the const blocks of the firmware modules that use them (between
 # "# ---- layout" marker lines: MicroPython folds only a module's own const names), as
 # firmware/native/linkcore_layout.h for the C core and the Thumb assembly's operands

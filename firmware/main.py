@@ -1,5 +1,5 @@
 # Board entry: a board's boot main.py does `from firmware import main; main.run()`.
-# Reads the link's config JSON (host/scenario.py agent_configs[i] plus "board" and
+# Reads the link's config JSON (host/scenario/loader.py agent_configs[i] plus "board" and
 # "bus" settings), builds board, agent and node, then loops: move frames, else block.
 import gc
 import json

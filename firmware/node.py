@@ -102,7 +102,7 @@ class ChainNode:
     from link 1 and up from link N, and stop where they meet: a node that has had this
     tick's GOAL neither passes on nor takes the other wave's copies (N/2 hops, not N).
     Anything else arriving from down on a healthy ring is not for this topology and is
-    ignored. A ring routes around a dead node (faults/REPORT.md): a node whose down wire is
+    ignored. A ring routes around a dead node (experiments/FAULTS.md): a node whose down wire is
     gone (its write fails) sends everything up instead; frames for the host or for links
     beyond that come from down are passed up (the long way, through the host, which puts
     them into the tip's end), and on the far side frames for base-ward links that come from

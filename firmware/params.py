@@ -158,4 +158,4 @@ def reboot():
     import machine
     if hasattr(machine, "reset"):
         machine.reset()
-    machine.soft_reset()   # the unix port: SystemExit, which a vboard takes for a reset (host/vboard.py)
+    machine.soft_reset()   # the unix port: SystemExit, which a vboard takes for a reset (host/tools/vboard.py)

@@ -87,7 +87,7 @@ def assert_wire_chain(got, want):
 
 
 def run_both(script, stdin=None, timeout=300):
-    """A tests/mp_*.py script under MicroPython and CPython (pure Python), the repo root on
+    """A tests/mp/mp_*.py script under MicroPython and CPython (pure Python), the repo root on
     sys.path: (micropython stdout, cpython stdout)."""
     code = (REPO / "tests" / "mp" / script).read_text()
     mp = run_micropython(code, stdin=stdin, timeout=timeout)

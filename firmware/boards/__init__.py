@@ -13,7 +13,7 @@ BOARDS = {
     "mps2-uart": "firmware.hal.cmsdk_uart",  # emulated Cortex-M (QEMU MPS2), UART chain and joint
 }
 # what each board runs on (sys.platform) and the "bus" settings of config.json it cannot
-# boot without; `linkteam flash` checks both before it copies (host/flash.py check_target)
+# boot without; `linkteam flash` checks both before it copies (host/tools/flash.py check_target)
 PLATFORM = {"unix-pty": "linux", "unix-udp": "linux", "rp2-uart": "rp2", "stm32-can": "pyboard"}
 BUS_NEEDS = {"unix-pty": ("up",), "unix-udp": ("base_port",), "rp2-uart": (), "stm32-can": ()}
 

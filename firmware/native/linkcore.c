@@ -8,7 +8,7 @@
 // (linkcore_layout.h, written by `make layouts`).
 //
 // Why: on a Cortex-M4F the MicroPython VM spends ~420 instructions and 16 bytes of heap
-// on one float operation and ~380 on a call (bench/README.md); the ~150 float operations
+// on one float operation and ~380 on a call (benchmarks/README.md); the ~150 float operations
 // of a cycle cost ~50k there and ~150 instructions here.
 //
 // The agent's state is one array of floats S (MicroPython's float: float32 on the

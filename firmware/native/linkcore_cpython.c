@@ -3,7 +3,7 @@
 // desktop's in-process agents (firmware/agent.py under CPython) run their hot frames and
 // float work in C too. In double, as CPython's float: their frames are byte-identical to
 // the pure-Python firmware's (tests/test_linkcore_cpython.py). Built by `make setup`
-// (host/linkcore_ext.py) with -ffp-contract=off; without it the agents run pure Python.
+// (host/tools/linkcore_ext.py) with -ffp-contract=off; without it the agents run pure Python.
 // LINKTEAM_PURE_PYTHON=1 in the environment makes `import linkcore` fail, so a process
 // runs the pure-Python firmware (its oracle) while the module stays installed.
 #define PY_SSIZE_T_CLEAN
@@ -22,7 +22,7 @@ static real root(real x) {
     return pow(x, 0.5);
 }
 
-// math.cos and math.sin as CPython's (the C library's cos and sin; host/linkcore_ext.py
+// math.cos and math.sin as CPython's (the C library's cos and sin; host/tools/linkcore_ext.py
 // builds with -fno-builtin-cos -fno-builtin-sin, so that no pair becomes one sincos call)
 static real cos_r(real x) {
     return cos(x);

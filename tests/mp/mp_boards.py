@@ -278,7 +278,7 @@ def _():
 
 # ---------------------------------------------------------------- bus checks
 def reference_torques(cfgs, qs):
-    """Same agents on SimHAL fed JOINT_STATE, routed in-process (as tests/mp_agent_cycle)."""
+    """Same agents on SimHAL fed JOINT_STATE, routed in-process (as tests/mp/mp_agent_cycle)."""
     queue = []
 
     def send(buf, n):
