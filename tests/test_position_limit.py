@@ -86,10 +86,12 @@ def test_link3_driven_past_its_limit_ends_braked_with_position_limit(tmp_path):
     """scenarios/faults/position-limit-link3.toml: an encoder offset of 0.45 rad at 27 s
     (30 s of simulated time, in-process)."""
     from host.run import run_scenario
-    from host.scenario import load
+    from host.scenario.loader import load
     s, out = run_scenario(load(REPO / "scenarios" / "faults" / "position-limit-link3.toml"), tmp_path / "r",
                           quiet=True, make_plots=False)
     assert s["nodes"][2]["state"] == "braked" and s["nodes"][2]["faults"] == ["position_limit"]
+    assert s["status"] == "degraded" and [x["link"] for x in s["degraded"]] == [3], s["reason"]
+    assert s["degraded"][0]["faults"] == ["position_limit"]
     rep = [r for r in s["faults"]["reports"] if r["link"] == 3]
     assert rep and "position_limit" in rep[0]["text"] and rep[0]["t"] == pytest.approx(27.0, abs=1 / 120.0)
     assert all(n["state"] == "run" for k, n in enumerate(s["nodes"]) if k != 2)
