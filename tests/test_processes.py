@@ -22,11 +22,13 @@ SLOWDOWN = 12      # wall-clock runs: 100 ms of wall time per 8.3 ms tick of the
 WATCHDOG_MS = 2000  # ... so the agents' silent-bus watchdog must allow for 100 ms SYNC spacing
 
 
-def scenario(name="reference.toml", seconds=1.0, watchdog_ms=WATCHDOG_MS, **simulation):
+def scenario(name="reference.toml", seconds=1.0, watchdog_ms=WATCHDOG_MS, checks=True, **simulation):
     """A scenario of scenarios/ cut to `seconds`; `simulation` fields and the agents'
-    watchdog_ms as given (None: the scenario's own)."""
+    watchdog_ms as given (None: the scenario's own); `checks` False: neighbour checks off."""
     data, sources = read_toml(REPO / "scenarios" / name)
     data["simulation"].update(duration=seconds, **simulation)
+    if not checks:
+        data.setdefault("behaviours", {}).setdefault("neighbours", {})["depth"] = 0
     if watchdog_ms is not None:
         data.setdefault("behaviours", {}).setdefault("safety", {})["watchdog_ms"] = watchdog_ms
     return from_dict(data, REPO / "scenarios" / name, sources)
@@ -116,15 +118,16 @@ def test_neighbour_checks_on_a_uart_chain_or_ring_track_as_inprocess(topology, t
 
 @pytest.mark.slow
 @needs("micropython")
-@pytest.mark.parametrize("bus,wire,name,stall", [("uart", "pty", "reference.toml", 0.15),
-                                                 ("can", "socket", "reference.toml", 0.15),
-                                                 ("can", "socket", "reference-ft.toml", 0.05)])
-def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bus,wire,name,checks,stall", [("uart", "pty", "reference.toml", False, 0.15),
+                                                        ("can", "socket", "reference.toml", False, 0.15),
+                                                        ("can", "socket", "reference-ft.toml", True, 0.05)])
+def test_lockstep_result_survives_stalls(bus, wire, name, checks, stall, tmp_path, monkeypatch):
     """Lockstep: no time passes between SYNCs, so a stall must change nothing. The host
     stops before tick 31, and link 5 inside tick 60 (links 6-10 hear nothing, links 1-4
     wait for the goal), for 150 ms: longer than a link's idle wait (100 ms) and its
     silent-bus watchdog (the default watchdog_ms, 50 ms), which once braked the links
-    whatever the clock. With neighbour checks (reference-ft) for 50 ms: link 6 waits for
+    whatever the clock (neighbour checks off: a neighbour silent for longer than the hop
+    timeout is bridged, as a dead one must be). With neighbour checks (reference-ft) for 50 ms: link 6 waits for
     K_5 up to its lockstep hop timeout (100 ms) before it bridges it, where a 2 ms timeout
     once bridged a late packet on a busy machine and the run no longer repeated. The
     joint states of tick 90 reach the links 100 ms after the tick's SYNC (their own wire,
@@ -158,9 +161,10 @@ def test_lockstep_result_survives_stalls(bus, wire, name, stall, tmp_path, monke
     monkeypatch.setattr(processes.Cluster, "start", start)
     monkeypatch.setattr(wallclock, "Exchange", stalling_exchange)
     monkeypatch.setattr(processes.JointIO, "send", send)
-    s, out = run_scenario(scenario(name, watchdog_ms=None), tmp_path / "p", mode="processes", quiet=True,
-                          make_plots=False, bus=bus, lockstep=True, wire=wire)
-    ref, ref_out = run_scenario(scenario(name, watchdog_ms=None), tmp_path / "i", quiet=True, make_plots=False)
+    s, out = run_scenario(scenario(name, watchdog_ms=None, checks=checks), tmp_path / "p", mode="processes",
+                          quiet=True, make_plots=False, bus=bus, lockstep=True, wire=wire)
+    ref, ref_out = run_scenario(scenario(name, watchdog_ms=None, checks=checks), tmp_path / "i", quiet=True,
+                                make_plots=False)
     assert s["status"] == "ok", s["reason"]
     assert [(n["state"], n["faults"]) for n in s["nodes"]] == [("run", [])] * 10
     assert same_run(out, ref_out) == []

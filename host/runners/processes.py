@@ -221,7 +221,9 @@ class Cluster:
         body = (self.entry % str(path)).rstrip("\n").replace("\n", "\n    ")
         code += ("try:\n    %s\nexcept BaseException as e:\n"
                  "    sys.print_exception(e, sys.stderr)\n    raise SystemExit(1)\n" % body)
-        self._argv.append(([mp, "-X", "heapsize=%s" % self.heapsize, "-c", code], stdin, stdout))
+        first, last = self.groups[i]   # a group's agents and nodes: a heap per link
+        heap = self.heapsize if last == first else "%dK" % (_kib(self.heapsize) * (last - first + 1))
+        self._argv.append(([mp, "-X", "heapsize=%s" % heap, "-c", code], stdin, stdout))
         self.procs.append(self._spawn(i, log))
 
     def _spawn(self, i, log):
@@ -450,6 +452,12 @@ def dead_nodes(loop, cluster):
                       "tip may die; a ring or CAN survives it)" % (first, loop.t, last + 1, loop.sc.n))
     gp.dead = dead
     return True
+
+
+def _kib(size):
+    """A MicroPython heapsize ("256K", "1M", bytes) in KiB."""
+    size = str(size).upper()
+    return int(size[:-1]) * {"K": 1, "M": 1024}[size[-1]] if size[-1] in "KM" else int(size) // 1024
 
 
 def node_groups(n, grouping=None):

@@ -317,7 +317,8 @@ def run(name, elf, code, timeout=600):
             p.communicate()
     text = out.decode("utf-8", "replace").replace("\r\n", "\n")
     if "Traceback" in text:
-        raise McuError("the board (%s) raised:\n%s" % (name, text[-3000:]))
+        at = text.find("Traceback")   # the first one, and what the board printed last
+        raise McuError("the board (%s) raised:\n%s\n...\n%s" % (name, text[max(0, at - 500):at + 1500], text[-1500:]))
     return text
 
 

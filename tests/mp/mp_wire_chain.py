@@ -57,6 +57,15 @@ def _agent(cfg):
     return agent
 
 
+def print_hex(prefix, data):
+    """One line: prefix and data in hex, written in pieces (a board's fragmented heap may
+    hold no block for the whole line)."""
+    print(prefix, end="")
+    for i in range(0, len(data), 128):
+        print("".join("%02x" % b for b in data[i:i + 128]), end="")
+    print()
+
+
 def chain(ring, lost=False):
     host, up = mem_wire()   # the host's wire into link 1
     back = None             # a ring's return wire from the tip
@@ -100,7 +109,7 @@ def chain(ring, lost=False):
             settle(nodes)
         for name, wire in (("up", host), ("back", back)):
             if wire is not None and wire.rx:
-                print("WIRE %s %d %s" % (name, tick, "".join("%02x" % b for b in wire.rx)))
+                print_hex("WIRE %s %d " % (name, tick), wire.rx)
                 wire.rx = b""
     cores = [nd.agent._lc[0] for nd in nodes if nd.agent._lc is not None]
     return sum(c.k for c in cores), sum(c.torque for c in cores)
@@ -128,7 +137,7 @@ def lone_tip(copies):
         node.poll()
         for name, wire in (("tip-up", host), ("tip-back", back)):
             if wire.rx:
-                print("WIRE %s %d %d %s" % (name, copies, tick, "".join("%02x" % b for b in wire.rx)))
+                print_hex("WIRE %s %d %d " % (name, copies, tick), wire.rx)
                 wire.rx = b""
     c = agent._lc[0] if agent._lc is not None else None
     return (c.k, c.torque) if c is not None else (0, 0)
