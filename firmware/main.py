@@ -65,6 +65,17 @@ def _acted(agents, t):
     return True
 
 
+def _refused(agents):
+    """The frames the agents' auth checks have refused so far."""
+    r = 0
+    for a in agents:
+        g = a.auth
+        if g is not None:
+            for c in g.rejected:
+                r += c
+    return r
+
+
 def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
     """The node's loop, for its one link or a group's: move frames (poll() -> how many),
     collect garbage once a tick after the last torque, bridge a K_{i-1} that did not come
@@ -98,9 +109,19 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
     gc.collect()
     idle = 0
     gc_tick = -1
+    # the hop timeout runs from the last frame that was not refused (firmware/auth.py): a
+    # stream of forged or replayed frames does not hold off the bridge (docs/security.md)
+    live = ticks_ms()
+    refused = _refused(agents)
+    pend_tick = -1
     while not board.closed:
-        if poll():
+        got = poll()
+        if got:
             idle = 0   # no second read now: wait() below returns at once if more is there
+            r = _refused(agents)
+            if got > r - refused:
+                live = ticks_ms()
+            refused = r
         t = last.I[I_TICK]   # the agents' integers (LinkAgent.I)
         if t != gc_tick and t % gc_every == gc_slot and _acted(agents, t):
             gc_tick = t
@@ -114,8 +135,15 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
                 wait_ms = 10   # keep the brake PD going
             bridge[k] = a.pending()   # this tick's K_{i-1} not in yet: wait a hop timeout at most
             pending = pending or bridge[k]
+        overdue = False
         if pending:
-            wait_ms = quiet[1 if last.lockstep else 0]
+            if pend_tick != t:   # a tick's wait starts when it does
+                pend_tick = t
+                live = ticks_ms()
+            wait_ms = quiet[1 if last.lockstep else 0] - ticks_diff(ticks_ms(), live)
+            if wait_ms <= 0:
+                wait_ms = 0
+                overdue = True
         gave = False
         for k in range(n):
             a = agents[k]
@@ -132,11 +160,13 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
                     gave = True
                 else:
                     wait_ms = min(wait_ms, left)
-        if gave or board.wait(wait_ms):
+        if gave or (not overdue and board.wait(wait_ms)):
             continue
         for k in range(n):
             if bridge[k]:
                 agents[k].on_quiet(False)   # bridge a K_{i-1} that did not come (firmware/neighbours.py)
+        if pending:
+            live = ticks_ms()   # still pending: the next try a hop timeout on
         for a in agents:
             a.idle()
         idle += wait_ms

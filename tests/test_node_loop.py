@@ -6,8 +6,9 @@ rate. Lockstep on a simulated millisecond clock: the same on a quiet and a busy 
 import pytest
 
 from bus_protocol import messages as m
+from bus_protocol.mac import Hmac
 from bus_protocol.states import HOLD
-from firmware import main, safety
+from firmware import auth, main, safety
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 
@@ -129,3 +130,34 @@ def test_a_node_with_an_agent_in_any_fault_state_keeps_its_brake_pd_going(links)
     assert after and set(after) == {10}, node.waits
     before = [ms for t, ms in node.waits if 3 * TICK_MS + 10 < t < hold_at]
     assert before and set(before) == {100}
+
+
+def test_refused_frames_do_not_hold_off_the_bridge_of_a_silent_neighbour():
+    """Link 1 with the arm's key; at tick 3 its upstream neighbour (the host's K_0) is
+    silent while a rogue sends a forged RELEASE every millisecond for 15 ms: every one is
+    refused, and the hop timeout runs from the last frame that was not (docs/security.md),
+    so K_1 is bridged 2 ms after the tick's SYNC, as without the rogue, not when the stream ends."""
+    key = bytes(range(32))
+    hm = Hmac(key)
+    fv = [0]
+
+    def signed(f):   # the host's protected frames, in order of freshness
+        fv[0] += 1
+        return m.protect(f, hm, 0, fv[0]) if f[0] in m.PROTECTED else f
+    t0, stream = 3 * TICK_MS, 15
+    goal = (3, 1, 0.4, 0.1, 0.3, 0.0, 0.0, 0.0, 1.0, 0.5, -0.2)
+    script = [(ms, signed(f)) for ms, f in _host([1])] + [(t0 + 3, signed(m.encode(m.GOAL, m.HOST, m.BROADCAST, 0, goal)))]
+    rogue = [(t0 + k, m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_RELEASE, 0.0))) for k in range(1, stream + 1)]
+
+    def run(with_rogue):
+        node = Node([1], script + (rogue if with_rogue else []), 5 * TICK_MS)
+        auth.guard(node.agents[0], {"auth": {"key": key.hex()}})
+        main.serve(node, node.agents, node.poll, {"quiet_ms": [2, 2]}, ticks_ms=node.ticks_ms)
+        return node
+    for with_rogue in (False, True):
+        node = run(with_rogue)
+        a = node.agents[0]
+        assert sum(a.auth.rejected) == (stream if with_rogue else 0)
+        assert a.bridged == 1 and node.acted(1) == [1, 3]   # (tick 2 has no GOAL: it waits for one)
+        k1 = [ms for ms, f in node.out if f[0] == m.KINEMATIC and f[1] == 1 and m.Decoder().decode(f)[4][0] == 3]
+        assert k1 == [t0 + 2], (with_rogue, k1)
