@@ -37,6 +37,12 @@ def missing(what):
         from host.tools import mcu
         lack = mcu.native_missing("x64")
         return "linkcore for x64 needs: " + "; ".join(lack) if lack else None
+    if what == "linkcore":   # the native core built for CPython (make setup)
+        try:
+            import linkcore  # noqa: F401
+        except ImportError as e:
+            return "linkcore for CPython is not built (make setup; needs gcc and Python.h): %s" % e
+        return None
     raise ValueError(what)
 
 

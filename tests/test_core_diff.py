@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, needs
 
 _spec = importlib.util.spec_from_file_location("core_diff", REPO / "benchmarks" / "core_diff.py")
 core_diff = importlib.util.module_from_spec(_spec)
@@ -18,15 +18,7 @@ _spec.loader.exec_module(core_diff)
 SCENARIOS = core_diff.scenarios()
 
 
-def _built():
-    try:
-        import linkcore  # noqa: F401
-    except ImportError as e:
-        return "linkcore for CPython is not built (make setup; needs gcc and Python.h): %s" % e
-    return ""
-
-
-pytestmark = pytest.mark.skipif(bool(_built()), reason=_built())
+pytestmark = needs("linkcore")
 
 
 @pytest.fixture(scope="module")

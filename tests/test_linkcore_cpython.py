@@ -13,18 +13,10 @@ import numpy as np
 import pytest
 
 from firmware import layout
-from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, pure_python
+from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, pure_python
 
 
-def _built():
-    try:
-        import linkcore  # noqa: F401
-    except ImportError as e:
-        return "linkcore for CPython is not built (make setup; needs gcc and Python.h): %s" % e
-    return ""
-
-
-pytestmark = pytest.mark.skipif(bool(_built()), reason=_built())
+pytestmark = needs("linkcore")
 
 
 def _cpython(script, env=None):

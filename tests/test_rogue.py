@@ -140,24 +140,8 @@ def same_series(out, plain):
 
 
 def test_rogue_on_can_changes_nothing_and_every_frame_is_counted(tmp_path, monkeypatch):
-    sc = scenario(tmp_path)
-    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
-                           make_plots=False)
-    assert ended_with_link5_out(base)
-    period = 1.0 / sc.control_rate_hz
-
-    def batch_at(tick, recorded, block):
-        if tick not in [round(t / period) for t in ATTACK_S]:
-            return []
-        # genuine frames from two ticks back or more (every node has had them), replayed
-        return [f for t, f in recorded if t <= tick - 2][-30:] + forgeries(tick, block)
-    s, out, sent = attacked_run(tmp_path, monkeypatch, scenario(tmp_path), batch_at)
-    assert ended_with_link5_out(s)
-    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
-    a = same_series(out, tmp_path / "plain")
-    down = a["t"] >= CRASH_S + 0.05
-    assert np.all(a["state"][down, 4] != 1)   # link 5 stays out
-    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
+    base, s, out, sent, _ = attack(tmp_path, monkeypatch, "can")
+    assert_unchanged(base, s, out, sent, tmp_path)
     alive = {n["link"] for n in s["nodes"]}
     assert 5 not in alive and len(alive) == 9
     want = sum(receivers(f, alive) for f in sent)
@@ -202,12 +186,13 @@ def test_frames_recorded_before_a_node_restart_are_refused_after_it(tmp_path, mo
 
 
 
-def uart_attack(tmp_path, monkeypatch, goal_ticks):
-    """link5-dies (shortened) on a UART ring with and without the rogue spliced into wire
-    0; its forged GOALs carry goal_ticks(tick). -> (summary without, with, run dir, sent,
-    those of them it forged)"""
+def attack(tmp_path, monkeypatch, bus, goal_ticks=lambda tick: None):
+    """link5-dies (shortened) on `bus` with and without the rogue (on CAN a node of its
+    own, on a UART ring spliced into wire 0): it replays genuine frames from two ticks back
+    or more (every node has had them) and sends its forgeries, their GOALs for
+    goal_ticks(tick). -> (summary without, with, run dir, sent, those of them it forged)"""
     sc = scenario(tmp_path)
-    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus="uart", lockstep=True, quiet=True,
+    base, _ = run_scenario(sc, tmp_path / "plain", mode="processes", bus=bus, lockstep=True, quiet=True,
                            make_plots=False)
     assert ended_with_link5_out(base)
     period = 1.0 / sc.control_rate_hz
@@ -219,8 +204,18 @@ def uart_attack(tmp_path, monkeypatch, goal_ticks):
         own.extend(forged)
         return [f for t, f in recorded if t <= tick - 2][-30:] + forged
     own = []
-    s, out, sent = attacked_run(tmp_path, monkeypatch, scenario(tmp_path), batch_at, bus="uart")
+    s, out, sent = attacked_run(tmp_path, monkeypatch, scenario(tmp_path), batch_at, bus=bus)
     return base, s, out, sent, own
+
+
+def assert_unchanged(base, s, out, sent, tmp_path):
+    """The attacked run is the plain one: every series, link 5 out, the same team events."""
+    assert ended_with_link5_out(s)
+    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
+    a = same_series(out, tmp_path / "plain")
+    down = a["t"] >= CRASH_S + 0.05
+    assert np.all(a["state"][down, 4] != 1)   # link 5 stays out
+    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
 
 
 def test_rogue_spliced_into_a_uart_ring_changes_nothing_and_every_frame_is_counted(tmp_path, monkeypatch):
@@ -230,13 +225,8 @@ def test_rogue_spliced_into_a_uart_ring_changes_nothing_and_every_frame_is_count
     forged GOALs are for ticks other than the coming one (the next test says why), and
     other than the last GOAL's: a ring node leaves a GOAL for the tick it last had alone
     (the other goal wave's copy: firmware/node.py), never acted on nor counted."""
-    base, s, out, sent, forged = uart_attack(tmp_path, monkeypatch, lambda tick: (tick - 3, tick - 4))
-    assert ended_with_link5_out(s)
-    assert len(sent) >= 2 * 14 and any(f[0] == m.GOAL for f in sent[:30])
-    a = same_series(out, tmp_path / "plain")
-    down = a["t"] >= CRASH_S + 0.05
-    assert np.all(a["state"][down, 4] != 1)   # link 5 stays out
-    assert [e["text"] for e in s["faults"]["team"]] == [e["text"] for e in base["faults"]["team"]]
+    base, s, out, sent, forged = attack(tmp_path, monkeypatch, "uart", lambda tick: (tick - 3, tick - 4))
+    assert_unchanged(base, s, out, sent, tmp_path)
     # the host's own broadcasts sent back up at link 4 reach links 1-3 a second time too,
     # refused as replays: the run without the rogue counts those
     plain = {n["link"]: n["auth_rejected"] for n in base["nodes"]}
@@ -263,5 +253,5 @@ def test_rogue_spliced_into_a_uart_ring_changes_nothing_and_every_frame_is_count
                    "for the coming tick, ahead of the host's, makes links 1-4 leave the genuine one alone "
                    "(docs/security.md)")
 def test_forged_goal_for_the_coming_tick_on_a_uart_ring_changes_nothing(tmp_path, monkeypatch):
-    base, s, out, sent, _ = uart_attack(tmp_path, monkeypatch, lambda tick: (tick, tick))
+    base, s, out, sent, _ = attack(tmp_path, monkeypatch, "uart", lambda tick: (tick, tick))
     same_series(out, tmp_path / "plain")

@@ -158,9 +158,10 @@ static PyObject *rx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromLong(t);
 }
 
-// a_i(S, I, q, qd): A_i(q) into S_ROT, S_TRANS (theta from S_THETA); q, qd into S_Q, S_QD
-static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 4, "a_i")) {
+// fn(S, I, q, qd) for a call (S, I, q, qd) from Python
+static PyObject *on_joint(PyObject *const *args, Py_ssize_t nargs, const char *name,
+                          void (*fn)(real *, const int32_t *, real, real)) {
+    if (!args_ok(nargs, 4, name)) {
         return NULL;
     }
     real q = PyFloat_AsDouble(args[2]);
@@ -174,30 +175,23 @@ static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (S == NULL) {
         return NULL;
     }
-    dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
+    fn(S, I, q, qd);
     release2(&sb, &ib);
     Py_RETURN_NONE;
 }
 
+static void a_i_of(real *S, const int32_t *I, real q, real qd) {
+    dh_local(S, I[I_FLAGS] & FLAG_REV, S[S_THETA], q, qd);
+}
+
+// a_i(S, I, q, qd): A_i(q) into S_ROT, S_TRANS (theta from S_THETA); q, qd into S_Q, S_QD
+static PyObject *a_i(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return on_joint(args, nargs, "a_i", a_i_of);
+}
+
 // bridge(S, I, q, qd): K_{i-1} from K_{i-2} over neighbour i-1's joint into S_IN (nb_bridge)
 static PyObject *bridge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!args_ok(nargs, 4, "bridge")) {
-        return NULL;
-    }
-    real q = PyFloat_AsDouble(args[2]);
-    real qd = PyFloat_AsDouble(args[3]);
-    if (PyErr_Occurred()) {
-        return NULL;
-    }
-    Py_buffer sb, ib;
-    int32_t *I;
-    real *S = state_ints(args, &sb, &ib, &I);
-    if (S == NULL) {
-        return NULL;
-    }
-    nb_bridge(S, I, q, qd);
-    release2(&sb, &ib);
-    Py_RETURN_NONE;
+    return on_joint(args, nargs, "bridge", nb_bridge);
 }
 
 // sample(S, I, N, V) -> the sync's plain sample done (linkcore.c's sample)
