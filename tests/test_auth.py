@@ -196,11 +196,27 @@ def test_commands_mode_sends_goal_plain_and_still_protects_commands(tmp_path):
     assert a.safety.faults == 1
 
 
+def test_a_command_claiming_another_sender_is_judged_as_the_hosts():
+    """src is a byte anyone can write: a plain COMMAND, GOAL or CONFIG naming a node as its
+    sender is refused like one naming the host, never acted on."""
+    a = make_node(KEY, 0, auth.MemBlock())
+    for src in (2, 0x7F):
+        a.receive(m.encode(m.COMMAND, src, 1, 0, (m.CMD_BRAKE, 0.0)))
+        assert a.safety.faults == 0
+    a.receive(m.encode(m.GOAL, 2, m.BROADCAST, 0, (0, 0) + (0.0,) * 9))
+    assert a.auth.counts() == (0, 0, 3) and a.auth.accepted == 0
+    host = keys.Signer(KEY)
+    a.receive(host.sign(m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_BRAKE, 0.0))))
+    assert a.safety.faults == 1
+    a.receive(m.encode(m.COMMAND, 3, 1, 1, (m.CMD_RELEASE, 0.0)))   # a forged RELEASE
+    assert a.safety.faults == 1 and a.auth.counts() == (0, 0, 4)
+
+
 def test_firmware_constants_agree_with_the_protocol():
     assert (auth._OVERHEAD, auth._HEADER, auth._TRAILER, auth._COUNTER_BITS) == (
         m.OVERHEAD, m.HEADER_SIZE, m.AUTH_TRAILER, m.COUNTER_BITS)
-    assert (auth._HOST, auth._BROADCAST, auth._GOAL, auth._COMMAND, auth._CONFIG) == (
-        m.HOST, m.BROADCAST, m.GOAL, m.COMMAND, m.CONFIG)
+    assert (auth._BROADCAST, auth._GOAL, auth._COMMAND, auth._CONFIG) == (
+        m.BROADCAST, m.GOAL, m.COMMAND, m.CONFIG)
     assert m.PROTECTED == (m.GOAL, m.COMMAND, m.CONFIG)   # Guard's stream order
     assert m.CONFIG_MAX_DATA_AUTH == m.CONFIG_MAX_DATA - m.AUTH_TRAILER
 
