@@ -16,7 +16,7 @@ from firmware import auth
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 from host.tools import keys
-from tests.conftest import same_under_both
+from tests.conftest import needs, same_under_both
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = (ROOT / "bus_protocol" / "SPEC.md").read_text()
@@ -235,12 +235,13 @@ def test_budget_counts_the_trailer_and_the_measured_check():
             assert a["max_rate_hz"] < p["max_rate_hz"]
 
 
+@needs("micropython")
 def test_fuzz_accepts_no_forgery_under_both_interpreters():
     """benchmarks/mp_fuzz_auth.py, a short run (make bench runs 10^6 and 10^5 frames)."""
     import subprocess
-    from host.runners.children import micropython_path
+    from tests.conftest import MICROPYTHON
     outs = []
-    for interp in (micropython_path(), os.environ.get("PYTHON", None) or __import__("sys").executable):
+    for interp in (MICROPYTHON, os.environ.get("PYTHON", None) or __import__("sys").executable):
         r = subprocess.run([interp, str(ROOT / "benchmarks" / "mp_fuzz_auth.py"), "3000", "5"],
                            capture_output=True, text=True, cwd=str(ROOT), timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]
