@@ -27,11 +27,10 @@ REASONS = ("mac", "replay", "plain")
 
 UNAUTHENTICATED = "unauthenticated"
 
-_OVERHEAD = const(8)    # messages.OVERHEAD, HEADER_SIZE, AUTH_TRAILER, COUNTER_BITS, HOST, BROADCAST,
+_OVERHEAD = const(8)    # messages.OVERHEAD, HEADER_SIZE, AUTH_TRAILER, COUNTER_BITS, BROADCAST,
 _HEADER = const(6)      # GOAL, COMMAND, CONFIG as const (MicroPython inlines them; a module
 _TRAILER = const(8)     # attribute is a lookup per use); tests/test_auth.py checks they agree
 _COUNTER_BITS = const(24)
-_HOST = const(0)
 _BROADCAST = const(0xFF)
 _GOAL = const(0x04)
 _COMMAND = const(0x09)
@@ -111,8 +110,9 @@ class Guard:
         if n < _OVERHEAD:
             return self._take(frame, n)
         t = frame[0]
-        if frame[1] != _HOST or not ((t == _GOAL and self._goal) or t == _COMMAND or t == _CONFIG):
-            return self._take(frame, n)   # not a host command (the decoder judges the rest)
+        if not ((t == _GOAL and self._goal) or t == _COMMAND or t == _CONFIG):
+            return self._take(frame, n)   # not a command type (the decoder judges the rest)
+        # whatever its src byte says: anyone can write a src, only the host holds the key
         dst = frame[2]
         if dst != self.link and dst != _BROADCAST:
             return self._take(frame, n)   # another node's: the agent ignores it

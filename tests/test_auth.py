@@ -16,7 +16,7 @@ from firmware import auth
 from firmware.agent import LinkAgent
 from firmware.hal.sim import SimHAL
 from host.tools import keys
-from tests.conftest import same_under_both
+from tests.conftest import needs, same_under_both
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = (ROOT / "bus_protocol" / "SPEC.md").read_text()
@@ -196,11 +196,27 @@ def test_commands_mode_sends_goal_plain_and_still_protects_commands(tmp_path):
     assert a.safety.faults == 1
 
 
+def test_a_command_claiming_another_sender_is_judged_as_the_hosts():
+    """src is a byte anyone can write: a plain COMMAND, GOAL or CONFIG naming a node as its
+    sender is refused like one naming the host, never acted on."""
+    a = make_node(KEY, 0, auth.MemBlock())
+    for src in (2, 0x7F):
+        a.receive(m.encode(m.COMMAND, src, 1, 0, (m.CMD_BRAKE, 0.0)))
+        assert a.safety.faults == 0
+    a.receive(m.encode(m.GOAL, 2, m.BROADCAST, 0, (0, 0) + (0.0,) * 9))
+    assert a.auth.counts() == (0, 0, 3) and a.auth.accepted == 0
+    host = keys.Signer(KEY)
+    a.receive(host.sign(m.encode(m.COMMAND, m.HOST, 1, 0, (m.CMD_BRAKE, 0.0))))
+    assert a.safety.faults == 1
+    a.receive(m.encode(m.COMMAND, 3, 1, 1, (m.CMD_RELEASE, 0.0)))   # a forged RELEASE
+    assert a.safety.faults == 1 and a.auth.counts() == (0, 0, 4)
+
+
 def test_firmware_constants_agree_with_the_protocol():
     assert (auth._OVERHEAD, auth._HEADER, auth._TRAILER, auth._COUNTER_BITS) == (
         m.OVERHEAD, m.HEADER_SIZE, m.AUTH_TRAILER, m.COUNTER_BITS)
-    assert (auth._HOST, auth._BROADCAST, auth._GOAL, auth._COMMAND, auth._CONFIG) == (
-        m.HOST, m.BROADCAST, m.GOAL, m.COMMAND, m.CONFIG)
+    assert (auth._BROADCAST, auth._GOAL, auth._COMMAND, auth._CONFIG) == (
+        m.BROADCAST, m.GOAL, m.COMMAND, m.CONFIG)
     assert m.PROTECTED == (m.GOAL, m.COMMAND, m.CONFIG)   # Guard's stream order
     assert m.CONFIG_MAX_DATA_AUTH == m.CONFIG_MAX_DATA - m.AUTH_TRAILER
 
@@ -219,12 +235,13 @@ def test_budget_counts_the_trailer_and_the_measured_check():
             assert a["max_rate_hz"] < p["max_rate_hz"]
 
 
+@needs("micropython")
 def test_fuzz_accepts_no_forgery_under_both_interpreters():
     """benchmarks/mp_fuzz_auth.py, a short run (make bench runs 10^6 and 10^5 frames)."""
     import subprocess
-    from host.runners.children import micropython_path
+    from tests.conftest import MICROPYTHON
     outs = []
-    for interp in (micropython_path(), os.environ.get("PYTHON", None) or __import__("sys").executable):
+    for interp in (MICROPYTHON, os.environ.get("PYTHON", None) or __import__("sys").executable):
         r = subprocess.run([interp, str(ROOT / "benchmarks" / "mp_fuzz_auth.py"), "3000", "5"],
                            capture_output=True, text=True, cwd=str(ROOT), timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]

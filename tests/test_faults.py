@@ -334,6 +334,7 @@ def test_a_dead_node_on_a_uart_chain_ends_the_run_cleanly(tmp_path):
 
 
 @pytest.mark.slow
+@needs("micropython")   # the report's cost table runs benchmarks/mp_fault_cost.py under it
 def test_linkteam_faults_writes_the_report(tmp_path):
     from host.studies import fault_study
     results = fault_study.main(only=("motor-weak-link2",), modes=["in-process"], out=str(tmp_path / "f"))
