@@ -188,22 +188,55 @@ class Encoder:
                 "since": self.since[i]}
 
     def rows(self, a):
-        """Messages of every row of `a` (the arrays of one chunk of the record). The per-tick
-        topics are put together column by column: each array goes to orjson once (floats in
-        the shortest form that reads back exactly, NaN as null), its JSON is split into rows
-        and every row's message is one template filled in (the same JSON as a dict per row
-        through orjson, at a tenth of the time)."""
+        """Messages of every row of `a` (the arrays of one chunk of the record)."""
         out = []
-        n = self.n
         tl = a["t"].tolist()
         rows = len(tl)
         if not rows:
             return out
         ns = (self.t0_ns + np.round(a["t"] * 1e9).astype(np.int64)).tolist()
-        t_j = _split1(a["t"])
         codes = a["state"].astype(np.int64)
         bits = a["faults"].astype(np.int64) if "faults" in a else np.zeros_like(codes)
         member = a["member"] > 0
+        joints, tool, goal = self._tick_topics(a, codes, member, rows)
+        changed_rows = self._changed_rows(codes, bits, member)
+        p_d = a["p_d"]
+        late = a["late"].tolist()
+        contacts = a["contacts"].tolist()
+        for r in range(rows):
+            t, at = tl[r], ns[r]
+            out.append(("/joints", at, joints[r]))
+            out.append(("/tool", at, tool[r]))
+            out.append(("/goal", at, goal[r]))
+            changed = ()
+            if r in changed_rows:
+                changed = self._node_events(out, t, at, codes[r].tolist(), bits[r].tolist(), member[r].tolist())
+            if changed or t >= self.next_nodes - T_EPS:
+                self.next_nodes = t + NODES_EVERY_S
+                out.append(("/nodes", at, dumps({"t": t, "nodes": self.nodes})))
+            self.late_ticks += int(late[r])
+            if t >= self.next_bus - T_EPS:
+                self.next_bus = t + 1.0 / BUS_HZ
+                out.append(("/bus", at, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
+                                                   contacts=contacts[r]))))
+            if t >= self.next_scene - T_EPS:
+                pd = p_d[r].tolist()
+                self.path.append({"x": pd[0], "y": pd[1], "z": pd[2]})
+                self.next_scene = t + 1.0 / SCENE_HZ
+                with_path = t >= self.next_path - T_EPS
+                if with_path:
+                    self.next_path = t + 1.0 / PATH_HZ
+                out.append(("/scene", at, dumps(self.scene(at, t, a["frames"][r].tolist(), self.last, with_path))))
+        self.tick += rows
+        return out
+
+    def _tick_topics(self, a, codes, member, rows):
+        """The per-tick topics' messages (/joints, /tool, /goal), put together column by
+        column: each array goes to orjson once (floats in the shortest form that reads back
+        exactly, NaN as null), its JSON is split into rows and every row's message is one
+        template filled in (the same JSON as a dict per row through orjson, at a tenth of
+        the time)."""
+        t_j = _split1(a["t"])
         names = {}
         state_j = []
         for ck in map(bytes, codes):   # a row's state names, encoded once per distinct row
@@ -223,53 +256,36 @@ class Encoder:
             goal = [_GOAL_GAINS % x for x in zip(t_j, _split2(a["f"]), *gains)]
         else:
             goal = [_GOAL % x for x in zip(t_j, _split2(a["f"]))]
-        # rows where a node's state, faults or membership changed (from the row before)
+        return joints, tool, goal
+
+    def _changed_rows(self, codes, bits, member):
+        """Rows where a node's state, faults or membership changed (from the row before)."""
         key = np.concatenate([codes, bits, member], axis=1)
         prev = np.concatenate([key[:1] if self.last is None else np.array([self._key]), key[:-1]])
         changed_rows = set(np.nonzero((key != prev).any(axis=1))[0].tolist())
         if self.last is None:
             changed_rows.add(0)
         self._key = key[-1].tolist()
-        late = a["late"].tolist()
-        contacts = a["contacts"].tolist()
-        for r in range(rows):
-            t, at = tl[r], ns[r]
-            out.append(("/joints", at, joints[r]))
-            out.append(("/tool", at, tool[r]))
-            out.append(("/goal", at, goal[r]))
-            changed = ()
-            if r in changed_rows:
-                now = list(zip(codes[r].tolist(), bits[r].tolist(), member[r].tolist()))
-                changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
-                for i in changed:
-                    self.since[i] = t
-                self.nodes = [self.node(i, *now[i]) for i in range(n)]
-                if self.last is not None:
-                    for i in changed:
-                        nd = self.nodes[i]
-                        what = "%s -> %s%s" % (state_name(self.last[i][0]), nd["state"],
-                                               (" (" + ", ".join(nd["faults"]) + ")") if nd["faults"] else "")
-                        out.append(("/events", at, dumps({"t": t, "link": i + 1, "kind": "node",
-                                                          "what": what, "node": nd})))
-                self.last = now
-            if changed or t >= self.next_nodes - T_EPS:
-                self.next_nodes = t + NODES_EVERY_S
-                out.append(("/nodes", at, dumps({"t": t, "nodes": self.nodes})))
-            self.late_ticks += int(late[r])
-            if t >= self.next_bus - T_EPS:
-                self.next_bus = t + 1.0 / BUS_HZ
-                out.append(("/bus", at, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
-                                                   contacts=contacts[r]))))
-            if t >= self.next_scene - T_EPS:
-                pd = p_d[r].tolist()
-                self.path.append({"x": pd[0], "y": pd[1], "z": pd[2]})
-                self.next_scene = t + 1.0 / SCENE_HZ
-                with_path = t >= self.next_path - T_EPS
-                if with_path:
-                    self.next_path = t + 1.0 / PATH_HZ
-                out.append(("/scene", at, dumps(self.scene(at, t, a["frames"][r].tolist(), self.last, with_path))))
-        self.tick += rows
-        return out
+        return changed_rows
+
+    def _node_events(self, out, t, at, codes, bits, member):
+        """A row where nodes changed: their table and, after the first, an /events message
+        for each that changed. -> the links (0-based) that changed."""
+        n = self.n
+        now = list(zip(codes, bits, member))
+        changed = [i for i in range(n) if self.last is None or now[i] != self.last[i]]
+        for i in changed:
+            self.since[i] = t
+        self.nodes = [self.node(i, *now[i]) for i in range(n)]
+        if self.last is not None:
+            for i in changed:
+                nd = self.nodes[i]
+                what = "%s -> %s%s" % (state_name(self.last[i][0]), nd["state"],
+                                       (" (" + ", ".join(nd["faults"]) + ")") if nd["faults"] else "")
+                out.append(("/events", at, dumps({"t": t, "link": i + 1, "kind": "node",
+                                                  "what": what, "node": nd})))
+        self.last = now
+        return changed
 
     def scene(self, ns, t, frames, now, with_path=True):
         pts = [{"x": f[0], "y": f[1], "z": f[2]} for f in frames]
