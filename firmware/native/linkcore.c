@@ -270,11 +270,8 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
     mp_store_global(MP_QSTR_bridge, MP_OBJ_FROM_PTR(&bridge_obj));
-    // the layout's size and the float width, checked by firmware/linkstate.py
-    mp_store_global(MP_QSTR_SLOTS, MP_OBJ_NEW_SMALL_INT(SLOTS));
-    mp_store_global(MP_QSTR_INTS, MP_OBJ_NEW_SMALL_INT(INTS));
-    mp_store_global(MP_QSTR_NS, MP_OBJ_NEW_SMALL_INT(NS));
-    mp_store_global(MP_QSTR_VS, MP_OBJ_NEW_SMALL_INT(VS));
+    // the layout's sizes and the float width, checked by firmware/linkstate.py
+    mp_store_global(MP_QSTR_LAYOUT_ID, MP_OBJ_NEW_SMALL_INT(LAYOUT_ID));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));
     MP_DYNRUNTIME_INIT_EXIT
 }
