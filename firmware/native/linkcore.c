@@ -88,8 +88,8 @@ static real math_call(qstr fun, real x) {
 // math.cos and math.sin. On the boards (float32) MicroPython's own lib/libm cosf and
 // sinf, compiled into this module as the firmware compiles them (firmware/native/
 // Makefile): the same code, so the same bits, and no float object per call. Their
-// reduction of a finite |x| > 2^7 pi/2 (fdlibm's __kernel_rem_pio2f, ~1.3 KB of code and
-// tables, loaded into RAM with the module) is left out: such an angle goes to the
+// reduction of a finite |x| > 2^7 pi/2 (fdlibm's __kernel_rem_pio2f: code and tables
+// loaded into RAM with the module, benchmarks/README.md) is left out: such an angle goes to the
 // runtime's, which is the same function. In double (the unix port) the port's own math
 // functions, through the runtime.
 #if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
