@@ -164,7 +164,11 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False,
 
     def one(k, timed):
         p = pre[k % TICKS]
-        js_sy, kk, gg, fw = p[0], p[1], p[2], p[3]
+        # one by one: a 4-target assignment from 4 values builds a tuple (32 bytes on a board)
+        js_sy = p[0]
+        kk = p[1]
+        gg = p[2]
+        fw = p[3]
         k1 = p[4] if checks else None
         b0 = gc.mem_alloc()
         up.feed(js_sy)

@@ -118,8 +118,8 @@ del _t, _f
 
 
 def _make_table():
-    # an array('H'): 512 bytes of RAM on a board, where a list of ints takes 1 KB and the
-    # viper CRC needed a second copy as an array (make mcu-bench: RAM after init -1.1 KB)
+    # an array('H'): 512 bytes of RAM on a board, where a list of ints takes 1 KB, and
+    # the one the viper CRC reads (benchmarks/README.md, firmware design figures)
     t = array("H", bytes(512))
     for i in range(256):
         c = i << 8
@@ -446,8 +446,8 @@ def frame_ok(frame, n):
 # the CRC one C call over a bytes slice (a memoryview slice costs two objects). A frame
 # these do not take at once (CONFIG, LOG, anything malformed, any value struct refuses)
 # goes the portable way, which gives the same bytes, the same result and the same error
-# (tests/test_bus_protocol.py compares the two). make bench: encode_into 1.0 -> 0.8 us,
-# encode 1.2 -> 0.7 us, decode 1.0 -> 0.7 us a frame; ~35 frames a control tick.
+# (tests/test_bus_protocol.py compares the two; make bench: benchmarks/README.md,
+# firmware design figures).
 try:
     _FRAME = [struct.Struct(_HDR + f[1:]) if f else None for f in _FMT]   # header + payload
     _PACK = [s.pack_into if s else None for s in _FRAME]

@@ -213,8 +213,8 @@ def _close(self, u, encoded, state, due=-1):
     if due & DUE_STATUS:
         self.send_status()
     _record(finish, tick, cycle_us, t_finish)
-    # the host services' frames, called only where there is one to send (make
-    # mcu-bench: ~1.5k instructions a cycle on a Cortex-M4F)
+    # the host services' frames, called only where there is one to send
+    # (benchmarks/README.md, firmware design figures)
     if logq.waiting:
         logq.pump(self)
     if due & DUE_TIMING:
@@ -239,8 +239,8 @@ def _on_sync(self, tick):
     sf = self.safety
     lc = self._lc
     # linkcore: safety's checks of the reading where they latch nothing, A_i(q) and the
-    # plain cycle's flag in one call, where nothing is latched or locked (make mcu-bench:
-    # the Python's, here below, cost ~8k instructions and made 48 bytes of floats a cycle)
+    # plain cycle's flag in one call, where nothing is latched or locked (the Python's,
+    # here below, makes floats: benchmarks/README.md, firmware design figures)
     if ok and lc is not None and sf.state == RUN and not sf.faults and self.q_lock is None:
         S = lc[1]
         if not I[I_JOINT]:   # the reading is the HAL's q, qd (a board's encoder): into S too

@@ -51,7 +51,7 @@ def compose(jtype, rot, trans, qd, quat0, p0, v0, w0):
     # vec.qaxis_z, qmul, qnormalize, qrot, add, scale and cross written out, expression
     # for expression (the same float operations in the same order: bit-identical), as
     # the calls and intermediate tuples were a third of this function's time (CPython
-    # cProfile of the reference run; on a Cortex-M4F 68k instructions -> see benchmarks/README.md)
+    # cProfile of the reference run: benchmarks/README.md, firmware design figures)
     aw, ax, ay, az = quat0
     bw, bx, by, bz = rot
     z = (2.0 * (ax * az + aw * ay), 2.0 * (ay * az - aw * ax), 1.0 - 2.0 * (ax * ax + ay * ay))

@@ -202,6 +202,13 @@ WIRE = [(name, getattr(m, name), "messages." + name) for name in (
 C_PREFIX = {"SYNC": "T_", "JOINT_STATE": "T_", "KINEMATIC": "T_", "GOAL": "T_", "ASSERT": "T_",
             "TORQUE": "T_", "RUN": "STATE_", "BRAKED": "STATE_", "F_SENSOR": ""}
 
+# the sizes of S, I, N and V in one number: linkcore's, checked when it is imported
+# (firmware/linkstate.py); one module global, not four (the module's dict is RAM on a board)
+_SIZE = {name: value for entries in (S, I, N, V) for name, value, _ in entries}
+assert _SIZE["SLOTS"] < 1 << 10 and _SIZE["INTS"] < 1 << 6 and _SIZE["NS"] < 1 << 5 and _SIZE["VS"] < 1 << 5
+IDENTITY = [("LAYOUT_ID", _SIZE["SLOTS"] | _SIZE["INTS"] << 10 | _SIZE["NS"] << 16 | _SIZE["VS"] << 21,
+             "SLOTS | INTS << 10 | NS << 16 | VS << 21")]
+
 # every group, in order: (title, entries)
 GROUPS = (
     ("the float state S", S),
@@ -214,6 +221,7 @@ GROUPS = (
     ("the node's buffer block", BUFFER),
     ("frames", FRAMES),
     ("the wire format's numbers (bus_protocol)", WIRE),
+    ("the layout's identity", IDENTITY),
 )
 
 

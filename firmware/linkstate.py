@@ -44,17 +44,13 @@ S_NB_DH = const(261)
 S_NB_TOL = const(266)
 SLOTS = const(271)
 I_FLAGS = const(8)
-INTS = const(20)
 FLAG_SAMPLED = const(16)
-NS = const(7)
-VS = const(10)
+LAYOUT_ID = const(0x147510F)
 # ---- end of layout ----
 
-if linkcore is not None:
-    _have = tuple(getattr(linkcore, x, None) for x in ("SLOTS", "INTS", "NS", "VS"))
-    if _have != (SLOTS, INTS, NS, VS):
-        raise ImportError("linkcore.mpy does not match firmware/linkstate.py (slots, ints, N, V: %r; want %r): "
-                          "rebuild it from this firmware's linkcore.c" % (_have, (SLOTS, INTS, NS, VS)))
+if linkcore is not None and getattr(linkcore, "LAYOUT_ID", None) != LAYOUT_ID:
+    raise ImportError("linkcore.mpy does not match firmware/linkstate.py (layout %r; want %r): "
+                      "rebuild it from this firmware's linkcore.c" % (getattr(linkcore, "LAYOUT_ID", None), LAYOUT_ID))
 
 # the arrays' float: linkcore's (float32 on the boards, double elsewhere); without it the
 # interpreter's own, so that a float stored and read back is the same number

@@ -126,10 +126,9 @@ class ChainNode:
         self._host_side = 0 if self.to_host is up else 1
         self.overhear = overhear
         self.down_dead = False        # ring: the down wire's far end is gone
-        # Everything preallocated: a poll round allocates nothing (make mcu-bench: the
-        # bytes(), slices and += of per-round buffers cost ~1.5 KB and ~60k instructions
-        # per forwarded frame on a Cortex-M4F; the viper loops of firmware/accel/cobs_native.py
-        # move the bytes).
+        # Everything preallocated: a poll round allocates nothing (no bytes(), slices or
+        # += of per-round buffers: benchmarks/README.md, firmware design figures; the
+        # viper loops of firmware/accel/cobs_native.py move the bytes).
         # the transmit buffers, the routing tables and the cut-through counters in one
         # block (forward.cut's layout: fewer buffer arguments per call)
         if bufsize > 0xFFF:
@@ -212,8 +211,8 @@ class ChainNode:
     @micropython.native   # (LinkAgent.receive says why)
     def send(self, buf, n=None):
         """The agent's frame, COBS-encoded straight into the transmit buffer of the port(s)
-        it goes to (make mcu-bench: encoding it aside and copying it over cost ~4k
-        instructions a frame more on a Cortex-M4F)."""
+        it goes to, not encoded aside and copied over (benchmarks/README.md, firmware
+        design figures)."""
         if n is None:
             n = len(buf)
         b = self._blk
@@ -304,7 +303,7 @@ class ChainNode:
                     tab[carried] = 1
                     return k
                 # the frame lies whole in this read: it is routed and decoded where it
-                # is (not copied first: -4k instructions a frame on a Cortex-M4F)
+                # is, not copied first
                 data = rx
                 a = i
                 i = j + 1

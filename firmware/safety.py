@@ -79,8 +79,8 @@ def on_sample(self, tick, q, qd):
             self.trip(F_SENSOR, "encoder jump %.3f" % dq)
     if N[_N_U_RUN] and tick == N[_N_TICK_PREV] + 1 and self.state == RUN:
         # check_response has nothing to do for a joint whose reading moved while nothing is
-        # counted and the motor check is off (the usual cycle): not called then (make
-        # mcu-bench: ~2.9k instructions a cycle on a Cortex-M4F)
+        # counted and the motor check is off (the usual cycle): not called then
+        # (benchmarks/README.md, firmware design figures)
         if (qd == 0.0 and prev and q == V[_V_Q_PREV]) or N[_N_FROZEN] or self.respond_u > 0.0:
             self.check_response(q, qd)
     V[_V_Q_PREV] = q

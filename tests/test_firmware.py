@@ -284,10 +284,12 @@ def test_agent_fuzz_counts_every_frame_and_writes_no_nan_torque(interp):
     assert r.stdout.strip().splitlines()[-1].startswith("AGENT-FUZZ ok N 20000 "), r.stdout[-500:]
 
 
-@pytest.mark.parametrize("old", [{"SLOTS": 246}, {"SLOTS": layout.SLOTS, "INTS": layout.INTS - 3}])
+@pytest.mark.parametrize("old", [{"SLOTS": 246}, {"SLOTS": layout.SLOTS, "INTS": layout.INTS - 3},
+                                 {"LAYOUT_ID": layout.LAYOUT_ID ^ 1 << 10, "FLOAT_BYTES": 8}])
 def test_a_linkcore_built_from_another_firmware_is_refused_with_a_clear_error(old):
     """A board's linkcore.mpy left from an older firmware (its state layout, or no
-    integers' layout at all): importing the firmware says to rebuild it."""
+    integers' layout at all, or another layout's LAYOUT_ID: one integer count off):
+    importing the firmware says to rebuild it."""
     code = ("import sys, types\nfake = types.ModuleType('linkcore')\n"
             "for k, v in %r.items():\n    setattr(fake, k, v)\n"
             "sys.modules['linkcore'] = fake\n"

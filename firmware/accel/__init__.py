@@ -3,7 +3,7 @@
 # CRC-16 loop messages.crc16 uses there (crc_native.py, thumb.py), installed here once.
 from bus_protocol import messages
 
-try:  # ARM boards: Thumb assembly, ~13 instructions a byte against viper's ~75
+try:  # ARM boards: Thumb assembly (benchmarks/README.md, firmware design figures)
     from firmware.accel.thumb import crc16 as _crc
 except Exception:
     try:  # MicroPython with native code: viper loop

@@ -3,8 +3,8 @@
 # instructions only, so the same code runs on ARMv6-M (Cortex-M0+) and ARMv7E-M).
 # Imported by forward.py and firmware/accel first where @micropython.asm_thumb exists;
 # there the viper modules (cobs_native.py, crc_native.py) are not loaded (RAM as .mpy).
-# Why: on a Cortex-M4F (make mcu-bench) the viper loops cost ~80 instructions per byte,
-# these ~8: scanning a 50-byte frame for its delimiter takes 800 instructions, not 4300.
+# Why: a tenth of the viper loops' instructions a byte on a Cortex-M4F (benchmarks/README.md,
+# firmware design figures).
 # Arguments arrive in r0..r3 (a bytearray as the address of its bytes); r0 is returned.
 import micropython
 from micropython import const
@@ -91,15 +91,18 @@ def put(r0, r1, r2, r3):
 
 
 
+# One function of ~360 lines, not split: an asm_thumb function's labels are its own and
+# it cannot call another (no linker, no bl between them), so each piece would be a call
+# back through the VM with its buffer arguments, per frame, against the forward budget.
 @micropython.asm_thumb
 def cut(r0, r1, r2):
     # r0 data, r1 blk, r2 span = n | i << 12 | side << 24 -> forward.cut. blk as
     # firmware/layout.py lays it out (BLK_*: the shift at BLK_SHIFT is a byte, its word
     # cleared at the start; r5 points at BLK_NMINE where the pool's header is used). Why: the whole "frame from
     # down not for me -> up" in one call, each byte read once (delimiter search and copy
-    # in one pass, ~8 instructions a byte); on a Cortex-M4F the Python routing of one
-    # frame (peek, _route, _queue, put) cost ~14k instructions; and a frame for the node
-    # decoded here into the pool (the node's _pump and its decode cost ~15k a frame).
+    # in one pass), in place of the Python routing (peek, _route, _queue, put); and a
+    # frame for the node decoded here into the pool, in place of the node's _pump
+    # (benchmarks/README.md, firmware design figures).
     # Conditional branches reach +-256 bytes (Thumb-1): far targets go through a b().
     mov(r5, r0)          # noqa: F821  data
     mov(r3, r1)          # noqa: F821  blk

@@ -45,9 +45,8 @@ class SimHAL:
     @micropython.native   # (LinkAgent.receive says why)
     def take_joint_state(self, S, at, ints, i):
         """on_joint_state for a JOINT_STATE that linkcore.rx took into the float array S:
-        S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple (make
-        mcu-bench: the values tuple cost 272 bytes and ~8k instructions a cycle on a
-        Cortex-M4F) and no float: the reading q, qd stays in S, where the agent reads it
+        S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple
+        (benchmarks/README.md, firmware design figures) and no float: the reading q, qd stays in S, where the agent reads it
         (agent._sample, linkcore.sample); p_psh and x_r are taken when the range is valid,
         the only time the agent looks at them (RMOA)."""
         self.state_tick = ints[i]

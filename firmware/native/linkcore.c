@@ -77,29 +77,47 @@ static real root(real x) {
     #endif
 }
 
-// math.cos and math.sin. On the boards (float32) MicroPython's own lib/libm cosf and
-// sinf, compiled into this module as the firmware compiles them (firmware/native/
-// Makefile): the same code, so the same bits, and no float object per call (make
-// mcu-bench: the four calls from Python cost ~2.7k instructions and 96 bytes a cycle on a
-// Cortex-M4F). In double (the unix port) the port's own math functions, through the runtime.
-#if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
-float cosf(float x);
-float sinf(float x);
-
-static real cos_r(real x) {
-    return cosf(x);
-}
-
-static real sin_r(real x) {
-    return sinf(x);
-}
-#else
+// math.cos and math.sin through the runtime: the interpreter's own functions, bit for bit
+// (a float object each call)
 static real math_call(qstr fun, real x) {
     mp_obj_t math = mp_import_name(MP_QSTR_math, mp_const_none, MP_OBJ_NEW_SMALL_INT(0));
     mp_obj_t arg = mp_obj_new_float(x);
     return mp_obj_get_float(mp_call_function_n_kw(mp_load_attr(math, fun), 1, 0, &arg));
 }
 
+// math.cos and math.sin. On the boards (float32) MicroPython's own lib/libm cosf and
+// sinf, compiled into this module as the firmware compiles them (firmware/native/
+// Makefile): the same code, so the same bits, and no float object per call. Their
+// reduction of a finite |x| > 2^7 pi/2 (fdlibm's __kernel_rem_pio2f: code and tables
+// loaded into RAM with the module, benchmarks/README.md) is left out: such an angle goes to the
+// runtime's, which is the same function. In double (the unix port) the port's own math
+// functions, through the runtime.
+#if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
+float cosf(float x);
+float sinf(float x);
+
+// a finite |x| beyond fdlibm's medium reduction (lib/libm/ef_rem_pio2.c: ix > 0x43490f80)
+static bool trig_far(real x) {
+    f32 v;
+    v.f = x;
+    uint32_t ix = v.u & 0x7fffffff;
+    return ix > 0x43490f80 && ix < 0x7f800000;
+}
+
+static real cos_r(real x) {
+    return trig_far(x) ? math_call(MP_QSTR_cos, x) : cosf(x);
+}
+
+static real sin_r(real x) {
+    return trig_far(x) ? math_call(MP_QSTR_sin, x) : sinf(x);
+}
+
+// lib/libm/ef_rem_pio2.c's call for a large argument, never made (trig_far): present so
+// that the link takes no reduction from the toolchain's C library
+int __kernel_rem_pio2f(float *x, float *y, int e0, int nx, int prec, const uint8_t *ipio2) {
+    mp_raise_msg(&mp_type_RuntimeError, MP_ERROR_TEXT("linkcore: large-argument reduction"));
+}
+#else
 static real cos_r(real x) {
     return math_call(MP_QSTR_cos, x);
 }
@@ -252,11 +270,8 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
     mp_store_global(MP_QSTR_bridge, MP_OBJ_FROM_PTR(&bridge_obj));
-    // the layout's size and the float width, checked by firmware/linkstate.py
-    mp_store_global(MP_QSTR_SLOTS, MP_OBJ_NEW_SMALL_INT(SLOTS));
-    mp_store_global(MP_QSTR_INTS, MP_OBJ_NEW_SMALL_INT(INTS));
-    mp_store_global(MP_QSTR_NS, MP_OBJ_NEW_SMALL_INT(NS));
-    mp_store_global(MP_QSTR_VS, MP_OBJ_NEW_SMALL_INT(VS));
+    // the layout's sizes and the float width, checked by firmware/linkstate.py
+    mp_store_global(MP_QSTR_LAYOUT_ID, MP_OBJ_NEW_SMALL_INT(LAYOUT_ID));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));
     MP_DYNRUNTIME_INIT_EXIT
 }

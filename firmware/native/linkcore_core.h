@@ -114,8 +114,8 @@ static int cobs(const uint8_t *f, int n, uint8_t *out) {
 
 // The frames f[j] (n[j] bytes, times[j] times each, in order) straight onto the node's
 // transmit buffers, as ChainNode.send queues them, COBS-encoded, to the ports its routing
-// table names for their destination; the node writes them out after its poll round (make
-// mcu-bench: ~1.9k instructions a frame through the Python send on a Cortex-M4F). False,
+// table names for their destination; the node writes them out after its poll round (not
+// through the Python send: benchmarks/README.md, firmware design figures). False,
 // and nothing queued, outside a poll round (blk[BLK_BATCH] clear) or where ChainNode.send
 // would write a buffer out before one of them (more than ROOM bytes queued: it finds a
 // ring's dead wire there, and routes round it from then on): the Python sends them.

@@ -291,10 +291,7 @@ PyMODINIT_FUNC PyInit_linkcore(void) {
         return NULL;
     }
     // the layout's size and the float width, checked by firmware/linkstate.py
-    if (PyModule_AddIntConstant(m, "SLOTS", SLOTS) < 0
-        || PyModule_AddIntConstant(m, "INTS", INTS) < 0
-        || PyModule_AddIntConstant(m, "NS", NS) < 0
-        || PyModule_AddIntConstant(m, "VS", VS) < 0
+    if (PyModule_AddIntConstant(m, "LAYOUT_ID", LAYOUT_ID) < 0
         || PyModule_AddIntConstant(m, "FLOAT_BYTES", sizeof(real)) < 0) {
         Py_DECREF(m);
         return NULL;

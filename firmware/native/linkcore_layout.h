@@ -155,4 +155,7 @@
 #define STATE_BRAKED 2    // states.BRAKED
 #define F_SENSOR 64       // states.F_SENSOR
 
+// ---- the layout's identity ----
+#define LAYOUT_ID 0x147510F // SLOTS | INTS << 10 | NS << 16 | VS << 21
+
 #endif
