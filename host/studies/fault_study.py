@@ -135,6 +135,13 @@ def main(only=(), modes=None, out="experiments", lockstep=True, jobs=2, wall=WAL
     return results + walls
 
 
+def status_cell(s):
+    """A run's status for the tables: degraded with the links it names, aborted with why."""
+    if s.get("status") == "degraded" and s.get("degraded"):
+        return "degraded (link %s)" % ", ".join(str(x["link"]) for x in s["degraded"])
+    return s.get("status", "?") + (" (%s)" % s["reason"][:60] if s.get("reason") else "")
+
+
 def _fmt(x, scale=1e3):
     return "-" if x is None else "%.3f" % (x * scale)
 
@@ -163,7 +170,7 @@ def write_report(path, results, lockstep, walls=()):
             r = ref.get(lab)
             e = s.get("e_rms_m")
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                p.stem, lab, s.get("status", "?") + (" (%s)" % s["reason"][:60] if s.get("reason") else ""),
+                p.stem, lab, status_cell(s),
                 f.get("fault", "none"), f.get("reaction", "-"), _fmt(f.get("detected_s")), _fmt(f.get("bridged_s")),
                 _fmt(e), "-" if not (r and e) else "%.2f" % (e / r), _fmt(s.get("e_max_m")),
                 f.get("recovered") or "-"))
@@ -182,7 +189,7 @@ def write_report(path, results, lockstep, walls=()):
                     len(drops), len({e["t"] for e in drops}),
                     sum(1 for e in events if e["text"] == "re-admitted"))
             lines.append("| %s | %s wall clock | %s | %s | %s | %s | %s | %s |" % (
-                p.stem, label(mode, opts), s.get("status", "?") + (" (%s)" % s["reason"][:60] if s.get("reason") else ""),
+                p.stem, label(mode, opts), status_cell(s),
                 _fmt(s.get("e_rms_m")), _fmt(s.get("e_max_m")), s.get("missed_cycles", "-"),
                 "%.2f / %.2f" % (c["p50"], c["p99"]) if c else "-", team or "-"))
     path.parent.mkdir(parents=True, exist_ok=True)
