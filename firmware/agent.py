@@ -384,8 +384,8 @@ class LinkAgent:
 
     def configure(self, cfg):
         """Take a link's config (at start, or a CONFIG blob applied while not running);
-        ValueError, KeyError or TypeError if it is not usable (firmware/config_blob.py)."""
-        _once("config_blob").configure(self, cfg)
+        ValueError, KeyError or TypeError if it is not usable (firmware/config_parser.py)."""
+        _once("config_parser").configure(self, cfg)
 
     def on_wire(self, blk):
         """A ChainNode's block (bus_protocol/framing.py): during its poll round linkcore
@@ -520,7 +520,7 @@ class LinkAgent:
         elif mtype == m.IDENT and self.ident is not None and self.ident.est is not None:
             self.ident.est.on_ident(src, v)
         elif mtype == m.CONFIG:
-            _once("config_blob").take(self, v)
+            _once("config_parser").take(self, v)
 
     def report_faults(self):
         """EMCY-like: the STATUS with the new fault bits, then the reason as a LOG line."""
@@ -842,7 +842,7 @@ class LinkAgent:
             self.new_run()
             self.lockstep = arg == 1.0
         elif cmd == m.CMD_CONFIG_APPLY:
-            _once("config_blob").apply(self)
+            _once("config_parser").apply(self)
         elif m.CMD_PARAM <= cmd <= m.CMD_REBOOT:   # bring-up: parameters, save, zero, jog, reboot
             _once("params").command(self, cmd, arg)
         elif cmd == m.CMD_NODE_OUT or cmd == m.CMD_NODE_IN:

@@ -83,7 +83,7 @@ def test_agent_on_linkcore_imports_no_python_cycle(linkcore_dir):
     reference chain's cycle import neither the pure-Python cycle nor the neighbour,
     config and identification code they do not run."""
     cold = ("firmware.kinematic_bus", "firmware.global_proxy", "firmware.vec", "firmware.neighbours",
-            "firmware.config_blob", "firmware.identification")
+            "firmware.config_parser", "firmware.identification")
     got = _with_linkcore(linkcore_dir, "mp_agent_cycle.py",
                          "print('LOADED', [k for k in %r if k in sys.modules])" % (cold,))
     assert got[-1] == "LOADED []"
