@@ -162,5 +162,3 @@ def test_live_page_in_chromium_shows_the_traces_and_link5_braked(tmp_path):
     before = [d for d in live if d is not first and d["t"] < CRASH_T]
     assert before and not any(d["row"] and "braked" in d["row"]["cls"] for d in before)
     assert CRASH_T <= first["row"]["since"] <= CRASH_T + 1.0, first   # the page's time of the change
-    # the node table and the clock are different topics: the clock reaches the change later
-    assert any(d["t"] >= first["row"]["since"] for d in seen[seen.index(first):]), first
