@@ -30,8 +30,9 @@ PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py
 # ~0.45 s of wall time per 8.3 ms tick), and a board's clock follows the wall clock while
 # it sleeps (-icount sleep=on): how long a node waits for K_{i-1} before it bridges it
 # (firmware/main.py quiet_ms, lockstep) and the host for a torque after the goal
-# (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms.
-QUIET_MS = 300
+# (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms
+# (a three-board M0+ run once bridged a K that was only slow at 300 ms).
+QUIET_MS = 1000
 STRAGGLER_S = 10.0
 # typed into the REPL; the last line whole, so that nothing is left for the console to
 # read while the agent runs but line-break reports (firmware/hal/cmsdk_uart.py)
