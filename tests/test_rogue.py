@@ -30,14 +30,17 @@ CRASH_S = 1.0
 ATTACK_S = (1.2, 1.4)   # two bursts, after link 5 is out of the team
 
 
-def scenario(tmp_path):
-    p = tmp_path / "s.toml"
-    p.write_text('extends = "%s"\nname = "rogue"\n[simulation]\nduration = 1.6\n'
-                 % (ROOT / "scenarios" / "faults" / "link5-dies.toml"))
+def scenario(tmp_path, base="link5-dies", duration=1.6, crash=(CRASH_S,)):
+    """scenarios/faults/BASE.toml cut to `duration`, its node_crash from crash[0] (to crash[1])."""
+    p = tmp_path / ("%s.toml" % base)
+    p.write_text('extends = "%s"\nname = "rogue"\n[simulation]\nduration = %r\n'
+                 % (ROOT / "scenarios" / "faults" / ("%s.toml" % base), duration))
     sc = load(p)
     for f in sc.faults:
         if f["kind"] == "node_crash":
-            f["start"] = CRASH_S
+            f["start"] = crash[0]
+            if len(crash) > 1:
+                f["end"] = crash[1]
     return sc
 
 
@@ -156,14 +159,7 @@ def test_frames_recorded_before_a_node_restart_are_refused_after_it(tmp_path, mo
     it as without a rogue, and the GOALs and commands recorded before its crash, replayed
     to it after its restart, are all refused (its own auth_rejected), the run unchanged."""
     def sc():
-        p = tmp_path / "r.toml"
-        p.write_text('extends = "%s"\nname = "rogue-reboot"\n[simulation]\nduration = 1.8\n'
-                     % (ROOT / "scenarios" / "faults" / "link5-reboots.toml"))
-        s = load(p)
-        for f in s.faults:
-            if f["kind"] == "node_crash":
-                f["start"], f["end"] = 1.0, 1.3
-        return s
+        return scenario(tmp_path, "link5-reboots", 1.8, (1.0, 1.3))
     base, plain = run_scenario(sc(), tmp_path / "plain", mode="processes", bus="can", lockstep=True, quiet=True,
                                make_plots=False)
     assert base["status"] == "ok", base["reason"]   # re-admitted: it ends in the team
