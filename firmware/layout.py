@@ -4,7 +4,7 @@
 # the lengths of the frames the hot path writes. `make layouts` (host/tools/layouts.py) writes
 # them out as the const blocks of the firmware modules that use them (between
 # "# ---- layout" marker lines: MicroPython folds only a module's own const names), as
-# firmware/native/linkcore_layout.h for the C core and the Thumb assembly's operands
+# firmware/native/linkcore_layout.h for the C core, and the Thumb assembly's operands
 # (firmware/accel/thumb.py); tests/test_layouts.py fails when a generated file is stale.
 # Python, not a data file: offsets follow from sizes, and frame lengths from the wire
 # format (bus_protocol/messages.py), so each number is derived where it is defined.
@@ -24,14 +24,6 @@ def _fields(fields, end=None, start=0):
     if end:
         out.append((end, at, ""))
     return out
-
-
-def _log2(x):
-    """k with 1 << k == x (MicroPython's int has no bit_length)."""
-    k = 0
-    while 1 << k < x:
-        k += 1
-    return k
 
 
 MAX_ASSERT = 16   # assertion couplets applied per cycle (RMOA + gravity): bounded work
@@ -140,8 +132,8 @@ V = _fields((
 ), end="VS")
 
 # ---- the node's buffer block (firmware/accel/forward.py: one bytearray holding what the
-# cut-through forwarder, its Thumb twin and linkcore's wire_out work on besides the read;
-# each buffer argument of an asm_thumb call costs ~100 instructions on a Cortex-M4F) ----
+# cut-through forwarder, its C twin (linkcore_forward.h) and linkcore's wire_out work on
+# besides the read: one buffer argument per call) ----
 MAX_WIRE = 80   # COBS bytes of the longest logical frame (MAX_FRAME -> MAX_FRAME + 1), with margin
 TX = 2 * (MAX_WIRE + 1)   # a transmit buffer: two longest frames (one byte counts it)
 POOL = 8        # frames decoded per poll round for the agent (more: handed over in batches)
@@ -152,7 +144,6 @@ BUFFER = [
     ("ROOM", TX - MAX_WIRE - 1, "queued beyond this, a longest frame does not fit: written out first"),
     ("POOL", POOL, "frames held per poll round"),
     ("POOL_FRAME", POOL_FRAME, "a pool frame's length (messages.MAX_FRAME)"),
-    ("POOL_FRAME_SHIFT", _log2(POOL_FRAME), "log2(POOL_FRAME): the assembly's f * POOL_FRAME"),
     ("FROM_DOWN", 1 << 24, "the forwarder's span: the read came from the down port"),
     ("MINE_UP", 0x40, "routing table bits: the node's own, from up / from down"),
     ("MINE_DOWN", 0x80, ""),
@@ -160,11 +151,6 @@ BUFFER = [
     ("BLK_TOTAL", 4, "frames passed on by the forwarder (uint32 LE)"),
     ("BLK_QUEUED", 2, "the bytes queued for the up port, then the down port"),
     ("BLK_K", 2, "frames handled by the forwarder's last call (uint16 LE)"),
-    ("BLK_DATA", 4, "assembly scratch: the read's start"),
-    ("BLK_TABLE_AT", 4, "assembly scratch: the routing table's address"),
-    ("BLK_SHIFT", 2, "assembly scratch: the side's bits' shift (a byte; its word cleared)"),
-    ("BLK_GOAL_TICK", 1, "assembly scratch: a GOAL's tick to hold once the frame is handled"),
-    ("BLK_GOAL_NEW", 1, "assembly scratch: set: hold it"),
     ("BLK_TX", TX, "the up port's transmit buffer"),
     ("BLK_TX_DOWN", TX, "the down port's"),
     ("BLK_TAB", 256, "the routing table: dst -> bits 0-1 from up, 2-3 from down "

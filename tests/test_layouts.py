@@ -1,13 +1,13 @@
 """The shared layouts written once (firmware/layout.py): the generated files are what the
 table makes (host/tools/layouts.py, `make layouts`), the table's own rules hold, and the
-Thumb assembly's offsets are the table's: the node's forwarder `cut` in assembly, run
-by an interpreter of its instructions (tests/thumb_sim.py, no QEMU), leaves the buffer
-block as the Python reference does."""
+Thumb assembly's operands are the table's: the run splitter in assembly, run by an
+interpreter of its instructions (tests/thumb_sim.py, no QEMU), keeps what the Python
+reference keeps."""
 import random
+from array import array
 
 import pytest
 
-from bus_protocol import framing
 from firmware.accel import forward
 from bus_protocol import messages as m
 from firmware import layout
@@ -52,10 +52,10 @@ def test_the_table_is_consistent():
         assert offsets == sorted(offsets) and offsets[-1] < layout.table()[total]
     t = layout.table()
     # the buffer block: a longest frame, COBS-encoded with its delimiter, fits after ROOM
-    # queued bytes; the pool holds the longest frame; the assembly's multiply is a shift
+    # queued bytes; the pool holds the longest frame
     assert t["ROOM"] + m.MAX_FRAME + m.MAX_FRAME // 254 + 2 <= t["TX"]
     assert t["MAX_WIRE"] >= m.MAX_FRAME + 1 and t["TX"] <= 255   # a fill counted in one byte
-    assert t["POOL_FRAME"] == m.MAX_FRAME == 1 << t["POOL_FRAME_SHIFT"]
+    assert t["POOL_FRAME"] == m.MAX_FRAME
     assert t["BLK_CARRY"] == t["BLK_TAB"] + 256 and t["BLK"] == t["BLK_POOL"] + t["POOL"] * t["POOL_FRAME"]
     # the frame lengths are the wire format's
     assert t["K_FRAME"] == len(m.encode(m.KINEMATIC, 1, 2, 0, (0,) + (0.0,) * 13))
@@ -63,81 +63,24 @@ def test_the_table_is_consistent():
     assert t["TORQUE_FRAME"] == len(m.encode(m.TORQUE, 1, 0, 0, (0, 0.0, 1) + (0.0,) * 6))
 
 
-def _frame(rng, dst):
-    mtype = rng.choice((m.KINEMATIC, m.GOAL, m.ASSERT, m.TORQUE, m.SYNC))
-    body = bytes([mtype, rng.randrange(256), dst]) + bytes(
-        rng.choice((0, rng.randrange(256))) for _ in range(rng.randrange(1, 70)))
-    return framing.cobs_encode(body) + b"\x00"
-
-
-def _case(rng):
-    """A read (whole frames, empty runs, a malformed or overlong run, a partial tail) and
-    a block as a node leaves it between reads."""
-    blk = bytearray(layout.BLK)
-    dsts = [rng.randrange(1, 8) for _ in range(3)] + [255]
-    for d in dsts:
-        blk[layout.BLK_TAB + d] = (rng.randrange(3) | rng.randrange(3) << 2 | rng.randrange(4) << 4
-                                   | rng.choice((0, layout.MINE_UP)) | rng.choice((0, layout.MINE_DOWN)))
-    blk[layout.BLK_QUEUED] = rng.choice((0, rng.randrange(layout.TX - layout.MAX_WIRE)))
-    blk[layout.BLK_QUEUED + 1] = rng.choice((0, rng.randrange(layout.TX - layout.MAX_WIRE)))
-    blk[layout.BLK_TOTAL:layout.BLK_TOTAL + 4] = rng.randrange(1 << 32).to_bytes(4, "little")
-    blk[layout.BLK_CARRY + rng.randrange(2)] = rng.random() < 0.05
-    blk[layout.BLK_NMINE] = rng.choice((0, 0, rng.randrange(layout.POOL + 1)))
-    blk[layout.BLK_BAD] = rng.randrange(256)
-    blk[layout.BLK_RING] = rng.random() < 0.5
-    blk[layout.BLK_RING_TICK] = rng.randrange(4)
-    blk[layout.BLK_RING_HELD] = rng.random() < 0.5
-    data = bytearray()
-    for _ in range(rng.randrange(1, 8)):
-        r = rng.random()
-        if r < 0.75:
-            f = bytearray(_frame(rng, rng.choice(dsts + [rng.randrange(256)])))
-            if f[1] in (m.GOAL, m.ASSERT) and len(f) > 7 and rng.random() < 0.5:
-                f[7] = rng.randrange(1, 4)   # a goal wave's tick, as the block may hold it
-            data += f
-        elif r < 0.85:
-            data += b"\x00"
-        elif r < 0.93:
-            data += bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 90))) + b"\x00"
-        else:
-            data += bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 6)))
-    i = rng.choice((0, 0, rng.randrange(len(data))))
-    down = rng.randrange(2)
-    return data, blk, len(data) | i << 12 | down * layout.FROM_DOWN
-
-
-def _meaningful(blk):
-    """What the node reads of the block after a cut (not the assembly's scratch, nor the
-    bytes beyond a transmit buffer's fill or a pool frame's length)."""
-    L = layout
-    out = [bytes(blk[:L.BLK_DATA]), bytes(blk[L.BLK_TAB:L.BLK_MINE_N])]
-    for side in range(2):
-        base = L.BLK_TX + side * L.TX
-        out.append(bytes(blk[base:base + blk[L.BLK_QUEUED + side]]))
-    for f in range(blk[L.BLK_NMINE]):
-        n = blk[L.BLK_MINE_N + f]
-        out.append((n, bytes(blk[L.BLK_POOL + f * L.POOL_FRAME:][:n])))
-    return out
-
-
-@pytest.mark.slow
-def test_the_thumb_forwarder_leaves_the_block_as_the_python_reference():
-    """forward.cut's Thumb twin on 3000 random reads and blocks: the same answer and the
-    same block (the offsets it reads and writes are the table's, and encodable)."""
-    cut = thumb_sim.load(THUMB)["cut"]
+def test_the_thumb_run_splitter_keeps_what_the_python_reference_keeps():
+    """forward.split_into's Thumb twin (its buffer's length, MAX_WIRE, an operand from
+    the table) on random runs around MAX_WIRE: the same answer, run and overflow flag."""
+    split = thumb_sim.load(THUMB)["_split"]
     rng = random.Random(25)
-    seen = set()
-    for k in range(3000):
-        data, blk, span = _case(rng)
-        want_blk = bytearray(blk)
-        want = forward.cut(bytes(data), want_blk, span)
+    for k in range(300):
+        n = rng.randrange(1, 2 * layout.MAX_WIRE)
+        data = bytes(rng.choice((0, rng.randrange(1, 256))) if rng.random() < 0.02 else rng.randrange(1, 256)
+                     for _ in range(n))
+        i = rng.randrange(n)
+        o = rng.choice((0, rng.randrange(layout.MAX_WIRE + 1)))
+        want_acc, want_st = bytearray(layout.MAX_WIRE), array("i", (o, 0))
+        want = forward.split_into(data, i, n, want_acc, want_st)
         mem = thumb_sim.Memory()
-        got_blk = bytearray(blk)
-        got = thumb_sim.run(cut, [mem.place(bytearray(data)), mem.place(got_blk), span], mem)
-        assert (got, _meaningful(got_blk)) == (want, _meaningful(want_blk)), (k, data.hex(), span)
-        seen.add((want >= 0, want_blk[layout.BLK_NMINE] > blk[layout.BLK_NMINE],
-                  want_blk[layout.BLK_QUEUED] + want_blk[layout.BLK_QUEUED + 1] > blk[layout.BLK_QUEUED] + blk[layout.BLK_QUEUED + 1]))
-    assert len(seen) == 8, seen   # whole reads and stops, frames taken, frames passed on
+        got_acc, got_st = bytearray(layout.MAX_WIRE), bytearray(array("i", (o, 0)).tobytes())
+        got = thumb_sim.run(split, [mem.place(bytearray(data)), i | n << 16, mem.place(got_acc),
+                                    mem.place(got_st)], mem)
+        assert (got, got_acc, list(array("i", bytes(got_st)))) == (want, want_acc, list(want_st)), (k, data.hex(), i)
 
 
 def test_an_offset_out_of_an_instructions_reach_is_refused():

@@ -11,6 +11,7 @@ import runpy
 import pytest
 
 from bus_protocol import messages as m
+from firmware.accel import forward
 from host.tools import mcu
 from tests.mp import mp_agent_cycle as cyc
 from tests.mp import mp_framing_cases, mp_node_stream
@@ -103,11 +104,16 @@ def test_node_stream_on_emulated_mcu_matches_cpython(firmware, name):
 def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
     """COBS, peek/find/put, the run splitter and the CRC in Thumb assembly and viper on
     the boards give what forward.py's, framing.py's and messages.py's pure-Python loops give under
-    CPython, on clean and corrupted pseudo-random frames."""
-    board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()", timeout=600)
-    got = [ln for ln in board.splitlines() if ln[:1] in ("C", "M") and ln[1:2].isdigit()]
-    want = _stdout(mp_framing_cases.main).splitlines()
-    assert len(want) == 350 and got == want
+    CPython, on clean and corrupted pseudo-random frames; and so does the forwarder, in
+    Python over those loops on the board, and in C (linkcore.cut, from linkcore.mpy)."""
+    board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()\nprint('NATIVE')\n"
+                    "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+                    "import linkcore\nmp_framing_cases.main(cut=linkcore.cut)", timeout=600)
+    py, native = board.split("\nNATIVE\n")
+    want = _stdout(lambda: mp_framing_cases.main(cut=forward.cut_python)).splitlines()
+    assert len(want) == 350
+    for text in (py, native):
+        assert [ln for ln in text.splitlines() if ln[:1] in ("C", "M") and ln[1:2].isdigit()] == want
 
 
 @pytest.mark.parametrize("name", sorted(mcu.BUILDS))

@@ -67,6 +67,15 @@ def test_random_agent_cycles_with_linkcore_are_bytewise_cpython(linkcore_dir):
     assert got[:-1] == want[:-1]
 
 
+def test_forwarder_with_linkcore_is_the_python_reference(linkcore_dir):
+    """The node's forwarder in C (linkcore.cut, linkcore_forward.h) on the unix port, with
+    the byte loops' cases (tests/mp/mp_framing_cases.py): what CPython's pure Python prints."""
+    got = _with_linkcore(linkcore_dir, "mp_framing_cases.py",
+                         "import linkcore\nprint('C', forward.cut is linkcore.cut)")
+    assert got[-1] == "C True"
+    assert got[:-1] == _cpython("mp_framing_cases.py")
+
+
 @pytest.mark.parametrize("script", ["mp_safety.py", "mp_group.py", "mp_services.py", "mp_neighbours.py"])
 def test_firmware_scripts_with_linkcore_print_what_cpython_prints(linkcore_dir, script):
     """The agents of the safety (faults, brakes, release), group and services scripts run

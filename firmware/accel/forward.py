@@ -1,8 +1,9 @@
 # The node's byte loops (firmware/node.py): its cut-through forwarder `cut` on the
 # buffer block, and the COBS loops it routes and queues frames with (peek, decode into a
 # pool frame, encode at an offset, find0, put, split_into). Plain Python here (the
-# reference, CPython and ports without native code); where MicroPython compiles them, the
-# same loops in Thumb assembly (thumb.py: ARM boards, 5-10x viper) or viper
+# reference, CPython and ports without native code). Where the native core linkcore is
+# there, `cut` is its C (firmware/native/linkcore_forward.h); where MicroPython compiles
+# them, the COBS loops in Thumb assembly (thumb.py: ARM boards, 5-10x viper) or viper
 # (cobs_native.py) take their names at import. The COBS codec itself is the wire
 # format's (bus_protocol/framing.py, SPEC.md "UART").
 from bus_protocol.framing import cobs_decode_at, cobs_decode_into, cobs_encode_at  # noqa: F401
@@ -85,8 +86,7 @@ def put(out, o, data, span):
 
 
 # The node's cut-through block (firmware/node.py): one bytearray holding what cut and
-# its Thumb-assembly twin (thumb.py) work on besides the read itself (each buffer
-# argument of an asm_thumb call costs ~100 instructions on a Cortex-M4F), laid out in
+# its C twin work on besides the read itself (one buffer argument per call), laid out in
 # firmware/layout.py (BLK_*). Its routing table: dst -> where a frame for it from up
 # goes (bits 0-1) and from down (bits 2-3): 1 pass up, 2 pass down, 0 not passed on;
 # MINE_UP, MINE_DOWN: the node's own, decoded into the pool; a frame with neither is left
@@ -100,16 +100,16 @@ POOL_FRAME = const(64)
 BLK_TOTAL = const(0)
 BLK_QUEUED = const(4)
 BLK_K = const(6)
-BLK_TX = const(20)
-BLK_TAB = const(344)
-BLK_CARRY = const(600)
-BLK_NMINE = const(602)
-BLK_BAD = const(603)
-BLK_RING = const(604)
-BLK_RING_TICK = const(605)
-BLK_RING_HELD = const(606)
-BLK_MINE_N = const(608)
-BLK_POOL = const(616)
+BLK_TX = const(8)
+BLK_TAB = const(332)
+BLK_CARRY = const(588)
+BLK_NMINE = const(590)
+BLK_BAD = const(591)
+BLK_RING = const(592)
+BLK_RING_TICK = const(593)
+BLK_RING_HELD = const(594)
+BLK_MINE_N = const(596)
+BLK_POOL = const(604)
 # ---- end of layout ----
 
 
@@ -197,10 +197,18 @@ def cut(data, blk, span):
 
 try:  # ARM boards: the byte loops in Thumb assembly (thumb.py), 5-10x viper
     from firmware.accel.thumb import (cobs_decode_into, cobs_decode_span, cobs_encode_at,  # noqa: F811
-                                      cobs_peek, cut, find0, put, split_into)
+                                      cobs_peek, find0, put, split_into)
 except Exception:   # no inline assembler (CPython, the unix port on x64, RISC-V)
     try:  # MicroPython with native code: the same loops in viper (cobs_native.py)
         from firmware.accel.cobs_native import (cobs_decode_at, cobs_decode_into,  # noqa: F811
                                                 cobs_encode_at, cobs_peek, find0, put, split_into)
     except Exception:   # ImportError, SyntaxError; a test fake of `micropython`
         pass
+
+# cut in C where the native core is there (linkcore: a board's linkcore.mpy, CPython's
+# extension; firmware/native/linkcore_forward.h), the Python above where it is not
+cut_python = cut   # the reference, held equal to the C by tests/test_forward_c.py
+from firmware.linkstate import linkcore as _core   # noqa: E402  (its layout checked there)
+if _core is not None and hasattr(_core, "cut"):
+    cut = _core.cut   # noqa: F811
+del _core

@@ -19,6 +19,7 @@ typedef mp_float_t real;
 #define R(x) MICROPY_FLOAT_CONST(x)
 
 #include "linkcore_core.h"
+#include "linkcore_forward.h"
 
 // x ** 0.5 as the Python does it. MicroPython's float power is powf on the boards,
 // whose y == 0.5 case is sqrtf (lib/libm/math.c), exact on any IEEE machine; in double
@@ -262,6 +263,18 @@ static mp_obj_t torque_frame(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(torque_obj, 7, torque_frame);
 
+// cut(data, blk, span) -> the node's forwarder (linkcore_forward.h fw_cut: forward.cut)
+static mp_obj_t cut(mp_obj_t data, mp_obj_t blk, mp_obj_t span_obj) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(data, &b, MP_BUFFER_READ);
+    mp_int_t span = mp_obj_is_small_int(span_obj) ? MP_OBJ_SMALL_INT_VALUE(span_obj) : mp_obj_get_int(span_obj);
+    if (span < 0 || span >> 25 || (size_t)(span & 0xFFF) > b.len) {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: span beyond the read"));
+    }
+    return MP_OBJ_NEW_SMALL_INT(fw_cut(b.buf, frame_buffer(blk, BLK), span));
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(cut_obj, cut);
+
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
     mp_store_global(MP_QSTR_rx, MP_OBJ_FROM_PTR(&rx_obj));
@@ -270,6 +283,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
     mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
     mp_store_global(MP_QSTR_bridge, MP_OBJ_FROM_PTR(&bridge_obj));
+    mp_store_global(MP_QSTR_cut, MP_OBJ_FROM_PTR(&cut_obj));
     // the layout's sizes and the float width, checked by firmware/linkstate.py
     mp_store_global(MP_QSTR_LAYOUT_ID, MP_OBJ_NEW_SMALL_INT(LAYOUT_ID));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));

@@ -15,6 +15,7 @@ typedef double real;
 #define R(x) (x)
 
 #include "linkcore_core.h"
+#include "linkcore_forward.h"
 
 // x ** 0.5 as CPython computes it (float_pow: the C library's pow for a finite x >= 0,
 // which is not always the correctly rounded sqrt)
@@ -268,6 +269,34 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(finite);
 }
 
+// cut(data, blk, span) -> the node's forwarder (linkcore_forward.h fw_cut: forward.cut)
+static PyObject *cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 3, "cut")) {
+        return NULL;
+    }
+    long span = PyLong_AsLong(args[2]);
+    if (span == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer db, bb;
+    if (PyObject_GetBuffer(args[0], &db, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    uint8_t *blk = buffer(args[1], &bb, BLK, "node block");
+    if (blk == NULL) {
+        PyBuffer_Release(&db);
+        return NULL;
+    }
+    long r = 0;
+    if (span < 0 || span >> 25 || (span & 0xFFF) > db.len) {
+        PyErr_SetString(PyExc_ValueError, "linkcore: span beyond the read");
+    } else {
+        r = fw_cut(db.buf, blk, span);
+    }
+    release2(&db, &bb);
+    return PyErr_Occurred() ? NULL : PyLong_FromLong(r);
+}
+
 static PyMethodDef methods[] = {
     {"rx", (PyCFunction)(void (*)(void))rx, METH_FASTCALL, "a hot frame into S: its type, or 0"},
     {"a_i", (PyCFunction)(void (*)(void))a_i, METH_FASTCALL, "A_i(q) into S"},
@@ -275,6 +304,7 @@ static PyMethodDef methods[] = {
     {"sample", (PyCFunction)(void (*)(void))sample_fun, METH_FASTCALL, "the sync's plain sample"},
     {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
     {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},
+    {"cut", (PyCFunction)(void (*)(void))cut, METH_FASTCALL, "the node's cut-through forwarder"},
     {NULL, NULL, 0, NULL},
 };
 

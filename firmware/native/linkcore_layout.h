@@ -106,31 +106,25 @@
 #define ROOM 81           // queued beyond this, a longest frame does not fit: written out first
 #define POOL 8            // frames held per poll round
 #define POOL_FRAME 64     // a pool frame's length (messages.MAX_FRAME)
-#define POOL_FRAME_SHIFT 6 // log2(POOL_FRAME): the assembly's f * POOL_FRAME
 #define FROM_DOWN 0x1000000 // the forwarder's span: the read came from the down port
 #define MINE_UP 64        // routing table bits: the node's own, from up / from down
 #define MINE_DOWN 128
 #define BLK_TOTAL 0       // frames passed on by the forwarder (uint32 LE)
 #define BLK_QUEUED 4      // the bytes queued for the up port, then the down port
 #define BLK_K 6           // frames handled by the forwarder's last call (uint16 LE)
-#define BLK_DATA 8        // assembly scratch: the read's start
-#define BLK_TABLE_AT 12   // assembly scratch: the routing table's address
-#define BLK_SHIFT 16      // assembly scratch: the side's bits' shift (a byte; its word cleared)
-#define BLK_GOAL_TICK 18  // assembly scratch: a GOAL's tick to hold once the frame is handled
-#define BLK_GOAL_NEW 19   // assembly scratch: set: hold it
-#define BLK_TX 20         // the up port's transmit buffer
-#define BLK_TX_DOWN 182   // the down port's
-#define BLK_TAB 344       // the routing table: dst -> bits 0-1 from up, 2-3 from down (1 pass up, 2 pass down), 4-5 the agent's frames' ports, MINE_*
-#define BLK_CARRY 600     // set: a run without its delimiter carried over from up, from down
-#define BLK_NMINE 602     // frames in the pool
-#define BLK_BAD 603       // frames for the node that were not valid COBS, not yet counted
-#define BLK_RING 604      // set: a ring's goal waves are checked by the forwarder
-#define BLK_RING_TICK 605 // the low byte of the tick whose GOAL has passed
-#define BLK_RING_HELD 606 // set: a GOAL has passed (BLK_RING_TICK holds its tick)
-#define BLK_BATCH 607     // set while the node hands the agent its frames (written out once after)
-#define BLK_MINE_N 608    // each pool frame's length
-#define BLK_POOL 616      // the pool: the node's own frames of this round, decoded
-#define BLK 1128
+#define BLK_TX 8          // the up port's transmit buffer
+#define BLK_TX_DOWN 170   // the down port's
+#define BLK_TAB 332       // the routing table: dst -> bits 0-1 from up, 2-3 from down (1 pass up, 2 pass down), 4-5 the agent's frames' ports, MINE_*
+#define BLK_CARRY 588     // set: a run without its delimiter carried over from up, from down
+#define BLK_NMINE 590     // frames in the pool
+#define BLK_BAD 591       // frames for the node that were not valid COBS, not yet counted
+#define BLK_RING 592      // set: a ring's goal waves are checked by the forwarder
+#define BLK_RING_TICK 593 // the low byte of the tick whose GOAL has passed
+#define BLK_RING_HELD 594 // set: a GOAL has passed (BLK_RING_TICK holds its tick)
+#define BLK_BATCH 595     // set while the node hands the agent its frames (written out once after)
+#define BLK_MINE_N 596    // each pool frame's length
+#define BLK_POOL 604      // the pool: the node's own frames of this round, decoded
+#define BLK 1116
 
 // ---- frames ----
 #define HEADER 6          // type, src, dst, seq(2), len

@@ -239,7 +239,7 @@ def native_module(arch):
     tree = source_tree()
     out = os.path.join(ROOT, "build", "native", arch)
     os.makedirs(out, exist_ok=True)
-    for f in ("linkcore.c", "linkcore_core.h", "linkcore_layout.h", "Makefile"):
+    for f in ["linkcore.c", "Makefile"] + sorted(h for h in os.listdir(NATIVE_SRC) if h.endswith(".h")):
         with open(os.path.join(NATIVE_SRC, f)) as fh:
             _write_if_changed(os.path.join(out, f), fh.read())
     log = os.path.join(out, "build.log")

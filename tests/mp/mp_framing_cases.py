@@ -1,7 +1,8 @@
 # The node's byte loops (firmware/accel: COBS encode/decode, cut-through peek/find/put/cut,
 # the run splitter) and the CRC-16 on pseudo-random frames, clean and corrupted. Prints one line per
-# case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper) and
-# under CPython (the pure-Python loops, the reference) and compares the lines.
+# case; tests/test_mcu.py runs it on the emulated boards (Thumb assembly, viper; the
+# forwarder in C with linkcore.mpy) and under CPython (the pure-Python loops, the
+# reference) and compares the lines.
 from array import array
 
 from bus_protocol import messages as m
@@ -21,7 +22,10 @@ def hx(b):
     return "".join("%02x" % x for x in b)
 
 
-def main(cases=150):
+def main(cases=150, cut=None):
+    """`cut`: the forwarder to run (forward.cut: linkcore's C where it is there; the
+    reference forward.cut_python for the expected lines)."""
+    cut = cut or forward.cut
     _seed[0] = 12345
     for t in range(cases):
         n = rnd(300)
@@ -49,11 +53,11 @@ def main(cases=150):
         j = forward.split_into(wire, 0, k, acc, st)
         print("C%d %d %s %d %s %d %s %d %d %d %s %d %d %d %04x %s" % (
             t, k, hx(wire[:k]), ea, hx(at), r, hx(out[:r]) if r > 0 else "", peek, z, e, hx(tx[:e]),
-            j, st[0], st[1], m.crc16(data, n), cut_case(run)))
-    mine_cases()
+            j, st[0], st[1], m.crc16(data, n), cut_case(run, cut)))
+    mine_cases(cut)
 
 
-def cut_case(run):
+def cut_case(run, cut):
     """forward.cut on a read of a few wire frames around `run` (clean or corrupted) with
     a pseudo-random routing table, carried-run flag, start and transmit fill: its result
     and what it queued."""
@@ -82,17 +86,17 @@ def cut_case(run):
     blk[layout.BLK_BAD] = (0, 255)[rnd(2)]         # bad ones counted (wraps)
     f0 = blk[layout.BLK_NMINE]
     i = rnd(3) if n > 2 else 0
-    r = forward.cut(data, blk, n | i << 12 | (layout.FROM_DOWN if down else 0))
+    r = cut(data, blk, n | i << 12 | (layout.FROM_DOWN if down else 0))
     up = blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]
     dn = blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]
     pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
                                  layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
                    for f in range(f0, blk[layout.BLK_NMINE]))
-    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:layout.BLK_DATA]), hx(up), hx(dn),
+    return "%d %s up %s down %s pool %s%s" % (r, hx(blk[0:layout.BLK_TX]), hx(up), hx(dn),
                                              hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool)
 
 
-def mine_cases(cases=200):
+def mine_cases(cut, cases=200):
     """forward.cut on reads of whole frames (COBS of random logical frames, some
     corrupted, some overlong) with tables that pass them on, take them as the node's own
     into the pool, both or neither, on a chain or a ring (its goal waves: GOAL and ASSERT
@@ -127,12 +131,12 @@ def mine_cases(cases=200):
         blk[layout.BLK_RING_TICK] = (5, 6, 0)[rnd(3)]
         blk[layout.BLK_RING_HELD] = rnd(2)           # a GOAL's tick held
         f0 = blk[layout.BLK_NMINE]
-        r = forward.cut(data, blk, len(data) | (layout.FROM_DOWN if down else 0))
+        r = cut(data, blk, len(data) | (layout.FROM_DOWN if down else 0))
         pool = "".join(" " + hx(blk[layout.BLK_POOL + f * layout.POOL_FRAME:
                                      layout.BLK_POOL + f * layout.POOL_FRAME + blk[layout.BLK_MINE_N + f]])
                        for f in range(f0, blk[layout.BLK_NMINE]))
         print("M%d %d %s up %s down %s pool %s%s" % (
-            t, r, hx(blk[0:layout.BLK_DATA]), hx(blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]),
+            t, r, hx(blk[0:layout.BLK_TX]), hx(blk[layout.BLK_TX:layout.BLK_TX + blk[layout.BLK_QUEUED]]),
             hx(blk[layout.BLK_TX + layout.TX:layout.BLK_TX + layout.TX + blk[layout.BLK_QUEUED + 1]]),
             hx(blk[layout.BLK_NMINE:layout.BLK_POOL]), pool))
 
