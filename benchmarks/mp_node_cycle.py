@@ -374,10 +374,20 @@ class MpyFS:
 def with_native(files):
     """The native module linkcore importable from .mpy files in RAM ({path: bytes},
     host/tools/mcu.py's mcu_mpy_files.NATIVE), as from a board's flash filesystem: the
-    agent then runs its float work and hot frames in C (firmware/linkstate.py)."""
+    agent then runs its float work and hot frames in C (firmware/linkstate.py). On the
+    emulated boards this .mpy is imported in place of the linkcore built into the
+    firmware (an extensible built-in module)."""
     import vfs
+    sys.modules.pop("linkcore", None)
     vfs.mount(MpyFS(files), "/native")
     sys.path.append("/native")
+
+
+def without_native():
+    """No linkcore, not even the one built into the emulated boards' firmware: the
+    firmware's `import linkcore` gives None, so it runs the pure Python (a board whose
+    firmware carries no linkcore and whose filesystem has no linkcore.mpy)."""
+    sys.modules["linkcore"] = None
 
 
 def _path(first):

@@ -105,36 +105,46 @@ def test_byte_loops_on_emulated_mcu_match_the_python_reference(firmware, name):
     """COBS, peek/find/put, the run splitter and the CRC in Thumb assembly and viper on
     the boards give what forward.py's, framing.py's and messages.py's pure-Python loops give under
     CPython, on clean and corrupted pseudo-random frames; and so does the forwarder, in
-    Python over those loops on the board, and in C (linkcore.cut, from linkcore.mpy)."""
-    board = mcu.run(name, firmware[name], "import mp_framing_cases\nmp_framing_cases.main()\nprint('NATIVE')\n"
-                    "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+    Python over those loops on the board, and in C (linkcore.cut: built into the firmware,
+    and from linkcore.mpy)."""
+    board = mcu.run(name, firmware[name], "import sys, mp_node_cycle\nmp_node_cycle.without_native()\n"
+                    "import mp_framing_cases\nmp_framing_cases.main()\nprint('BUILTIN')\n"
+                    "sys.modules.pop('linkcore')\nimport linkcore\nmp_framing_cases.main(cut=linkcore.cut)\n"
+                    "print('NATIVE')\nimport mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
                     "import linkcore\nmp_framing_cases.main(cut=linkcore.cut)", timeout=600)
-    py, native = board.split("\nNATIVE\n")
+    py, rest = board.split("\nBUILTIN\n")
+    built_in, native = rest.split("\nNATIVE\n")
     want = _stdout(lambda: mp_framing_cases.main(cut=forward.cut_python)).splitlines()
     assert len(want) == 350
-    for text in (py, native):
+    for text in (py, built_in, native):
         assert [ln for ln in text.splitlines() if ln[:1] in ("C", "M") and ln[1:2].isdigit()] == want
 
 
 @pytest.mark.parametrize("name", sorted(mcu.BUILDS))
 def test_linkcore_on_emulated_mcu_is_bytewise_the_frozen_python(firmware, name):
-    """The native module linkcore (firmware/native/linkcore.c, built for the board's
-    architecture and loaded from a RAM filesystem) against the frozen pure Python on the
+    """The native core linkcore (firmware/native/linkcore.c: compiled into the firmware,
+    and as a .mpy built for the board's architecture and loaded from a RAM filesystem)
+    against the frozen pure Python on the
     same board, both float32: the reference chain's cycle, 100 random agents and four
     links' samples whose readings make safety's checks fire (tests/mp/mp_native_cases.py),
     and four chain nodes whose hot frames linkcore queues on
     their transmit buffers (tests/mp/mp_wire_chain.py) send the same frames, bit for bit."""
     run = "mp_native_cases.run()\nmp_agent_cycle.run()\nmp_wire_chain.run()"
-    board = mcu.run(name, firmware[name], "import mp_native_cases, mp_agent_cycle, mp_wire_chain\n" + run + "\n"
-                    "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
-                    "import linkcore, firmware.linkstate as ls\nls.linkcore = linkcore\nprint('NATIVE')\n" + run,
+    board = mcu.run(name, firmware[name], "import sys, mp_node_cycle\nmp_node_cycle.without_native()\n"
+                    "import mp_native_cases, mp_agent_cycle, mp_wire_chain\n" + run + "\n"
+                    "sys.modules.pop('linkcore')\nimport linkcore, firmware.linkstate as ls\nls.linkcore = linkcore\n"
+                    "print('BUILTIN', getattr(linkcore, '__file__', '-'))\n" + run + "\n"
+                    "import mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
+                    "import linkcore\nls.linkcore = linkcore\nprint('NATIVE', linkcore.__file__)\n" + run,
                     timeout=900)
-    py, native = board.split("\nNATIVE\n")
+    py, rest = board.split("\nBUILTIN -\n")   # (built into the firmware: no file)
+    built_in, native = rest.split("\nNATIVE /native/linkcore.mpy\n")
 
     def lines(text):
         return [ln for ln in text.splitlines()
                 if ln.startswith(("FRAME ", "U ", "TRIG ", "SAMPLE ", "WIRE ", "QUEUED ", "CORES "))]
-    py, native = lines(py), lines(native)
+    py, built_in, native = lines(py), lines(built_in), lines(native)
+    assert built_in == native   # the same C, compiled into the firmware and as a .mpy
     assert "CORES 0 of 100" in py and "CORES 100 of 100" in native
     frames = [x[6:8] for x in py if x.startswith("FRAME ")]
     assert frames.count("03") >= 200 and frames.count("06") >= 190

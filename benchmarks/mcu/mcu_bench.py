@@ -55,8 +55,13 @@ def parse(text):
 
 def measure(name, lines=False):
     elf = mcu.build(name, keep_lines=lines)
+    # frozen: the firmware's modules frozen and linkcore built into the image (flash);
+    # .mpy: the modules imported from .mpy files and linkcore from linkcore.mpy, both
+    # loaded into RAM (a board whose firmware carries neither); pure: no linkcore at all
     native = "import mp_node_cycle, mcu_mpy_files\nmp_node_cycle.with_native(mcu_mpy_files.NATIVE)\n"
-    frozen = parse(mcu.run(name, elf, native + "mp_node_cycle.main()"))
+    built_in = "import mp_node_cycle\n"
+    pure = "import mp_node_cycle\nmp_node_cycle.without_native()\n"
+    frozen = parse(mcu.run(name, elf, built_in + "mp_node_cycle.main()"))
     mpy = parse(mcu.run(name, elf, native + "mp_node_cycle.main_mpy(mcu_mpy_files.FILES)"))
     keep = PHASES + ("alloc_bytes_per_cycle", "alloc_bytes_per_cycle_node", "gc_pause_max_instructions")
     out = {k: frozen[k] for k in keep + ("heap_bytes",)}
@@ -67,20 +72,20 @@ def measure(name, lines=False):
     out["ram_mpy_by_module_bytes"] = [[ln[len("RAM module "):].rsplit(":", 1)[0], int(ln.rsplit(":", 1)[1])]
                                       for ln in mods.splitlines() if ln.startswith("RAM module ")]
     # the phases split into the node's share and the agent's (benchmarks/mp_hop_split.py)
-    split = mcu.run(name, elf, native + "import mp_hop_split\nmp_hop_split.run()")
+    split = mcu.run(name, elf, built_in + "import mp_hop_split\nmp_hop_split.run()")
     out["split"] = {ln.split()[1] + " " + ln.split()[2]: int(round(float(ln.split()[3]) * 1000))
                     for ln in split.splitlines() if ln.startswith("SPLIT ")}
     # the same cycle with the neighbour check (depth 1) and the bridge on, its node overhearing
-    checks = mcu.run(name, elf, native + "mp_node_cycle.main(checks=True)")
+    checks = mcu.run(name, elf, built_in + "mp_node_cycle.main(checks=True)")
     out["checks"] = parse_checks(checks)
-    python = parse(mcu.run(name, elf, "import mp_node_cycle\nmp_node_cycle.main()"))
+    python = parse(mcu.run(name, elf, pure + "mp_node_cycle.main()"))
     out["python"] = dict({k: python[k] for k in keep}, ram_after_init_bytes={"frozen": python["ram"]})
     # the cost of fault tolerance (benchmarks/mp_fault_cost.py, experiments/FAULTS.md), with and
     # without linkcore: 40 cycles, one round, SysTick-timed from a collected heap
     cost = "import mp_fault_cost\nmp_fault_cost.main(40, 1)"
-    out["fault_cost"] = parse_cost(mcu.run(name, elf, native + cost))
-    out["python"]["fault_cost"] = parse_cost(mcu.run(name, elf, cost))
-    out["auth"] = measure_auth(name, elf, native)
+    out["fault_cost"] = parse_cost(mcu.run(name, elf, built_in + cost))
+    out["python"]["fault_cost"] = parse_cost(mcu.run(name, elf, pure + cost))
+    out["auth"] = measure_auth(name, elf, built_in)
     return out
 
 
@@ -109,7 +114,10 @@ def parse_checks(text):
             r[w[1][:-len("_checks")]] = int(round(float(w[2]) * 1000))
         elif line.startswith("ALLOC_checks per control cycle"):
             r["alloc_bytes_per_cycle"] = int(w[-2])
-    missing = [k for k in ("sync", "k_hop", "goal_hop", "cycle", "alloc_bytes_per_cycle") if k not in r]
+        elif line.startswith("RAM init "):
+            r["ram_after_init_frozen_bytes"] = int(w[2])
+    missing = [k for k in ("sync", "k_hop", "goal_hop", "cycle", "alloc_bytes_per_cycle",
+                           "ram_after_init_frozen_bytes") if k not in r]
     if missing:
         raise mcu.McuError("the board printed no %s (checks):\n%s" % (", ".join(missing), text[-2000:]))
     return r
@@ -147,6 +155,8 @@ def table(res):
         row("  " + label, lambda r, p=p: r.get("checks", {}).get(p, -1),
             "<= %d" % TARGETS[p + "_checks"] if p + "_checks" in TARGETS else "")
     row("  bytes allocated per cycle", lambda r: r.get("checks", {}).get("alloc_bytes_per_cycle", -1), "0")
+    row("  RAM after init, frozen (bytes)", lambda r: r.get("checks", {}).get("ram_after_init_frozen_bytes", -1),
+        "<= %d" % TARGETS["ram_frozen"])
     row("RAM after init, frozen (bytes)", lambda r: r["ram_after_init_bytes"]["frozen"],
         "<= %d" % TARGETS["ram_frozen"])
     row("RAM after init, .mpy (bytes)", lambda r: r["ram_after_init_bytes"]["mpy"], "<= %d" % TARGETS["ram_mpy"])

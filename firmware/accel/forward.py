@@ -8,14 +8,15 @@
 # format's (bus_protocol/framing.py, SPEC.md "UART").
 from bus_protocol.framing import cobs_decode_at, cobs_decode_into, cobs_encode_at  # noqa: F401
 
-from firmware.hal import const
+from firmware.hal import const, micropython
 
 
-def cobs_decode_span(data, span, out, cap):
-    """cobs_decode_into(data, span & 0xFFFF, span >> 16, out), cap = len(out): the node's
-    form, one assembly call on ARM boards (thumb.py; the wrapper's len() and span cost
-    ~2k instructions a frame on a Cortex-M4F, make mcu-bench)."""
-    return cobs_decode_into(data, span & 0xFFFF, span >> 16, out)
+def cobs_decode_span(data, span, out, at):
+    """cobs_decode_at(data, i, j, out, o, cap) with span = i | j << 16 and at = cap | o << 16
+    (data[i:j] into out[o:o + cap]): the node's form, one assembly call on ARM boards
+    (thumb.py: four arguments at most; the wrapper's len() and span cost ~2k instructions
+    a frame on a Cortex-M4F, make mcu-bench)."""
+    return cobs_decode_at(data, span & 0xFFFF, span >> 16, out, at >> 16, at & 0xFFFF)
 
 
 def cobs_peek(data, i, j, k):
@@ -113,6 +114,7 @@ BLK_POOL = const(604)
 # ---- end of layout ----
 
 
+@micropython.native   # where linkcore is missing: ~2x the bytecode's speed (benchmarks/README.md)
 def cut(data, blk, span):
     """Cut-through forwarding of the read data[i:n], span = n | i << 12 (| FROM_DOWN):
     its whole frames are passed on without decoding, as long as the block's table names
@@ -174,7 +176,7 @@ def cut(data, blk, span):
             if goal >= 0:
                 blk[BLK_RING_TICK] = goal
                 blk[BLK_RING_HELD] = 1
-            r = cobs_decode_at(data, i, j, blk, BLK_POOL + f * POOL_FRAME, POOL_FRAME)
+            r = cobs_decode_span(data, i | j << 16, blk, POOL_FRAME | (BLK_POOL + f * POOL_FRAME) << 16)
             if r < 0:
                 blk[BLK_BAD] = (blk[BLK_BAD] + 1) & 0xFF
             else:

@@ -217,12 +217,16 @@ def cobs_encode_at(r0, r1, r2, r3):
 
 @micropython.asm_thumb
 def cobs_decode_span(r0, r1, r2, r3):
-    # r0 data, r1 span = i | j << 16, r2 out, r3 len(out) -> forward.cobs_decode_into
+    # r0 data, r1 span = i | j << 16, r2 out, r3 cap | o << 16 -> forward.cobs_decode_span
     lsr(r5, r1, 16)      # noqa: F821
     lsl(r4, r1, 16)      # noqa: F821
     lsr(r4, r4, 16)      # noqa: F821
     add(r5, r0, r5)      # noqa: F821  end of the run: data + j
     add(r0, r0, r4)      # noqa: F821  p = data + i
+    lsr(r4, r3, 16)      # noqa: F821
+    add(r2, r2, r4)      # noqa: F821  out + o
+    lsl(r3, r3, 16)      # noqa: F821
+    lsr(r3, r3, 16)      # noqa: F821  cap
     add(r3, r2, r3)      # noqa: F821  end of out
     mov(r4, r2)          # noqa: F821  out, for the length at the end
     label(LOOP)          # noqa: F821

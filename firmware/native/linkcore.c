@@ -13,7 +13,11 @@
 //
 // The agent's state is one array of floats S (MicroPython's float: float32 on the
 // boards, double on the unix port) in the layout of firmware/layout.py.
+#ifdef MICROPY_ENABLE_DYNRUNTIME
 #include "py/dynruntime.h"
+#else   // compiled into the firmware (a user C module: host/tools/mcu.py usermod)
+#include "py/runtime.h"
+#endif
 
 typedef mp_float_t real;
 #define R(x) MICROPY_FLOAT_CONST(x)
@@ -113,11 +117,13 @@ static real sin_r(real x) {
     return trig_far(x) ? math_call(MP_QSTR_sin, x) : sinf(x);
 }
 
+#ifdef MICROPY_ENABLE_DYNRUNTIME
 // lib/libm/ef_rem_pio2.c's call for a large argument, never made (trig_far): present so
-// that the link takes no reduction from the toolchain's C library
+// that the link takes no reduction from the toolchain's C library (in the firmware: its own)
 int __kernel_rem_pio2f(float *x, float *y, int e0, int nx, int prec, const uint8_t *ipio2) {
     mp_raise_msg(&mp_type_RuntimeError, MP_ERROR_TEXT("linkcore: large-argument reduction"));
 }
+#endif
 #else
 static real cos_r(real x) {
     return math_call(MP_QSTR_cos, x);
@@ -275,18 +281,36 @@ static mp_obj_t cut(mp_obj_t data, mp_obj_t blk, mp_obj_t span_obj) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_3(cut_obj, cut);
 
+// the module's names: its functions (their objects above), the layout's sizes and the float
+// width (checked by firmware/linkstate.py)
+#define LINKCORE_FUNCTIONS(F) F(MP_QSTR_rx, rx_obj) F(MP_QSTR_a_i, a_i_obj) F(MP_QSTR_sample, sample_obj) \
+    F(MP_QSTR_kinematic, kinematic_obj) F(MP_QSTR_torque, torque_obj) F(MP_QSTR_bridge, bridge_obj) \
+    F(MP_QSTR_cut, cut_obj)
+
+#ifdef MICROPY_ENABLE_DYNRUNTIME
+#define STORE(qst, obj) mp_store_global(qst, MP_OBJ_FROM_PTR(&obj));
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
-    mp_store_global(MP_QSTR_rx, MP_OBJ_FROM_PTR(&rx_obj));
-    mp_store_global(MP_QSTR_a_i, MP_OBJ_FROM_PTR(&a_i_obj));
-    mp_store_global(MP_QSTR_sample, MP_OBJ_FROM_PTR(&sample_obj));
-    mp_store_global(MP_QSTR_kinematic, MP_OBJ_FROM_PTR(&kinematic_obj));
-    mp_store_global(MP_QSTR_torque, MP_OBJ_FROM_PTR(&torque_obj));
-    mp_store_global(MP_QSTR_bridge, MP_OBJ_FROM_PTR(&bridge_obj));
-    mp_store_global(MP_QSTR_cut, MP_OBJ_FROM_PTR(&cut_obj));
-    // the layout's sizes and the float width, checked by firmware/linkstate.py
+    LINKCORE_FUNCTIONS(STORE)
     mp_store_global(MP_QSTR_LAYOUT_ID, MP_OBJ_NEW_SMALL_INT(LAYOUT_ID));
     mp_store_global(MP_QSTR_FLOAT_BYTES, MP_OBJ_NEW_SMALL_INT(sizeof(real)));
     MP_DYNRUNTIME_INIT_EXIT
 }
+#else
+// in the firmware image: its code and this table in flash. Extensible: a linkcore.mpy on
+// sys.path (a board's filesystem) is imported in its place
+#define ENTRY(qst, obj) {MP_ROM_QSTR(qst), MP_ROM_PTR(&obj)},
+static const mp_rom_map_elem_t linkcore_globals_table[] = {
+    {MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_linkcore)},
+    LINKCORE_FUNCTIONS(ENTRY)
+    {MP_ROM_QSTR(MP_QSTR_LAYOUT_ID), MP_ROM_INT(LAYOUT_ID)},
+    {MP_ROM_QSTR(MP_QSTR_FLOAT_BYTES), MP_ROM_INT(sizeof(real))},
+};
+static MP_DEFINE_CONST_DICT(linkcore_globals, linkcore_globals_table);
 
+const mp_obj_module_t linkcore_user_cmodule = {
+    .base = {&mp_type_module},
+    .globals = (mp_obj_dict_t *)&linkcore_globals,
+};
+MP_REGISTER_EXTENSIBLE_MODULE(MP_QSTR_linkcore, linkcore_user_cmodule);
+#endif

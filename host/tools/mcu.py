@@ -157,6 +157,7 @@ def _write_if_changed(path, text):
     if old != text:
         with open(path, "w") as f:
             f.write(text)
+    return old != text
 
 
 def _mpy_files_module(tree, march, out_dir, log, linkcore, keep_lines=False):
@@ -248,6 +249,35 @@ def native_module(arch):
     return os.path.join(out, "linkcore.mpy")
 
 
+# linkcore compiled into the firmware image as a user C module (py/py.mk USER_C_MODULES):
+# its code in flash, as a production firmware carries its C; the float operations as
+# written (firmware/native/Makefile says why)
+USERMOD_MK = """LINKCORE_DIR := $(USERMOD_DIR)
+SRC_USERMOD_C += $(LINKCORE_DIR)/linkcore.c
+$(BUILD)/linkcore/linkcore.o: CFLAGS += -ffp-contract=off -fno-math-errno -Wno-double-promotion -Wno-float-conversion
+"""
+
+
+def usermod(port_build):
+    """The directory of user C modules holding linkcore (its sources copied beside a
+    micropython.mk); the firmware's `import linkcore` finds it built in. Where they
+    changed, the frozen modules of port_build are made again: they are compiled against
+    the firmware's table of interned names, which the module's names may change (and
+    with a new micropython.mk, all of port_build)."""
+    out = os.path.join(BUILD_ROOT, "usermod", "linkcore")
+    os.makedirs(out, exist_ok=True)
+    if _write_if_changed(os.path.join(out, "micropython.mk"), USERMOD_MK):
+        shutil.rmtree(port_build, ignore_errors=True)   # new flags: make does not track them
+    changed = False
+    for f in ["linkcore.c"] + sorted(h for h in os.listdir(NATIVE_SRC) if h.endswith(".h")):
+        with open(os.path.join(NATIVE_SRC, f)) as fh:
+            changed = _write_if_changed(os.path.join(out, f), fh.read()) or changed
+    stale = os.path.join(port_build, "frozen_content.c")
+    if changed and os.path.exists(stale):
+        os.remove(stale)
+    return os.path.dirname(out)
+
+
 def build(name, jobs=2, keep_lines=False, lookup_cache=True):
     """Build (incrementally) the firmware of build `name`; returns the firmware.elf path.
     `keep_lines`: its .mpy images with line numbers (host/tools/flash.py MPY_OPT).
@@ -277,7 +307,7 @@ def build(name, jobs=2, keep_lines=False, lookup_cache=True):
     _run(["make", "-C", os.path.join(tree, "ports", "qemu"), "-j%d" % jobs, "BOARD=" + board,
           "BOARD_DIR=" + os.path.join(BOARDS_DIR, board), "BUILD=" + os.path.join(out, "port"),
           "FROZEN_MANIFEST=" + os.path.join(out, "manifest.py"), "MPY_LIB_DIR=" + libdir,
-          "MICROPY_HEAP_SIZE=%d" % HEAP_BYTES,
+          "MICROPY_HEAP_SIZE=%d" % HEAP_BYTES, "USER_C_MODULES=" + usermod(os.path.join(out, "port")),
           # computed goto in the VM, as the stm32 and rp2 ports build it
           "CFLAGS_EXTRA=-DMICROPY_OPT_COMPUTED_GOTO=1" + ("" if lookup_cache else " -DMICROPY_OPT_MAP_LOOKUP_CACHE=0")],
          log=log)
