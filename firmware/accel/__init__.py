@@ -1,6 +1,7 @@
-# A board's byte loops: the node's forwarder and COBS loops (forward.py), in Thumb
-# assembly (thumb.py) or viper (cobs_native.py) where MicroPython compiles them, and the
-# CRC-16 loop messages.crc16 uses there (crc_native.py, thumb.py), installed here once.
+# A board's byte loops: the node's forwarder (forward.py; its C in linkcore,
+# firmware/native/linkcore_forward.h) and COBS loops, in Thumb assembly (thumb.py) or
+# viper (cobs_native.py) where MicroPython compiles them, and the CRC-16 loop
+# messages.crc16 uses there (crc_native.py, thumb.py), installed here once.
 from bus_protocol import messages
 
 try:  # ARM boards: Thumb assembly (benchmarks/README.md, firmware design figures)
