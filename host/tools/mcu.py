@@ -12,6 +12,7 @@
 #
 # The MicroPython source is a tarball named by MICROPY_SRC (no registry ships a tree
 # with ports/qemu); it is unpacked once into build/mcu/ and rebuilt incrementally.
+import hashlib
 import os
 import select
 import shutil
@@ -260,21 +261,33 @@ $(BUILD)/linkcore/linkcore.o: CFLAGS += -ffp-contract=off -fno-math-errno -Wno-d
 
 def usermod(port_build):
     """The directory of user C modules holding linkcore (its sources copied beside a
-    micropython.mk); the firmware's `import linkcore` finds it built in. Where they
-    changed, the frozen modules of port_build are made again: they are compiled against
-    the firmware's table of interned names, which the module's names may change (and
-    with a new micropython.mk, all of port_build)."""
+    micropython.mk); the firmware's `import linkcore` finds it built in. A port build
+    made without this micropython.mk is made again from scratch (make does not track
+    flags), and one whose linkcore sources changed gets its frozen modules made again:
+    they are compiled against the firmware's table of interned names, which the module's
+    names may change."""
     out = os.path.join(BUILD_ROOT, "usermod", "linkcore")
     os.makedirs(out, exist_ok=True)
-    if _write_if_changed(os.path.join(out, "micropython.mk"), USERMOD_MK):
-        shutil.rmtree(port_build, ignore_errors=True)   # new flags: make does not track them
-    changed = False
+    _write_if_changed(os.path.join(out, "micropython.mk"), USERMOD_MK)
+    texts = []
     for f in ["linkcore.c"] + sorted(h for h in os.listdir(NATIVE_SRC) if h.endswith(".h")):
         with open(os.path.join(NATIVE_SRC, f)) as fh:
-            changed = _write_if_changed(os.path.join(out, f), fh.read()) or changed
-    stale = os.path.join(port_build, "frozen_content.c")
-    if changed and os.path.exists(stale):
-        os.remove(stale)
+            texts.append(fh.read())
+        _write_if_changed(os.path.join(out, f), texts[-1])
+    seen = os.path.join(port_build, "usermod.seen")   # what this port build was made with
+    old = ""
+    if os.path.exists(seen):
+        with open(seen) as f:
+            old = f.read()
+    if old.split("\n", 1)[0] != repr(USERMOD_MK):
+        shutil.rmtree(port_build, ignore_errors=True)
+    elif old != repr(USERMOD_MK) + "\n" + hashlib.sha256("".join(texts).encode()).hexdigest():
+        stale = os.path.join(port_build, "frozen_content.c")
+        if os.path.exists(stale):
+            os.remove(stale)
+    os.makedirs(port_build, exist_ok=True)
+    with open(seen, "w") as f:
+        f.write(repr(USERMOD_MK) + "\n" + hashlib.sha256("".join(texts).encode()).hexdigest())
     return os.path.dirname(out)
 
 
