@@ -123,7 +123,7 @@ N = _fields((
     ("N_FROZEN", 1, "samples the reading has stood still (check_response)"),
     ("N_U_RUN", 1, "the last torque was a RUN torque that reached the motor"),
     ("N_PREV", 1, "V_Q_PREV, V_QD_PREV hold a reading"),
-    ("N_PYTHON", 1, "every sample is the Python's (safety checks the torque: on_torque)"),
+    ("N_PYTHON", 1, "every sample is the Python's (safety checks the torque, or the agent's Python acts on it)"),
 ), end="NS")
 # ... and its floats V, an array of the float S holds
 V = _fields((

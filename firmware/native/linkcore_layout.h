@@ -84,7 +84,7 @@
 #define N_FROZEN 3        // samples the reading has stood still (check_response)
 #define N_U_RUN 4         // the last torque was a RUN torque that reached the motor
 #define N_PREV 5          // V_Q_PREV, V_QD_PREV hold a reading
-#define N_PYTHON 6        // every sample is the Python's (safety checks the torque: on_torque)
+#define N_PYTHON 6        // every sample is the Python's (safety checks the torque, or the agent's Python acts on it)
 #define NS 7
 
 // ---- safety's floats V ----
