@@ -76,19 +76,13 @@ def _refused(agents):
     return r
 
 
-def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
-    """The node's loop, for its one link or a group's: move frames (poll() -> how many),
-    collect garbage once a tick after the last torque, bridge a K_{i-1} that did not come
-    within the hop timeout, act on the last goal where a tick's did not come in time,
-    keep a faulted agent's brake PD going, else block on the board (board.wait(ms) ->
-    True if frames are there). `ticks_ms`: the millisecond clock (time.ticks_ms)."""
-    ticks_ms = ticks_ms or time.ticks_ms
+def _timeouts(cfg):
+    """(gc_every, quiet, goal_quiet) of the node's config."""
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
     # collection never lands between K_{i-1} and K_i or the goal and the torque; a
     # collection costs about the same however much garbage there is (mark ~ live data),
     # and 8 cycles x ~11 KB fit a board's heap (bench: make bench)
     gc_every = int(cfg.get("gc_every", 8))
-    gc_slot = agents[0].link % gc_every   # staggered: links sharing a CPU never collect together
     # how long a node waits for its K_{i-1} before it bridges it (firmware/neighbours.py),
     # on the wall clock and in lockstep. In lockstep no time passes for the plant, and only
     # a packet lost or never sent (a dead neighbour, before the host says so) is to be
@@ -100,10 +94,44 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
     # a lossy bus (bus faults injected): how long into a tick a node waits for its goal
     # before it acts on the last one (wall clock, lockstep); 0: wait for it
     goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
+    return gc_every, quiet, goal_quiet
+
+
+def _stale_goals(agents, goal_quiet, goals, wait_ms, ticks_ms):
+    """Each agent whose tick's goal has not come within goal_quiet acts on the last one
+    -> (any did, the wait left until the next one is due)."""
+    goal_tick, goal_t0, gave_up = goals
+    gave = False
+    for k in range(len(agents)):
+        a = agents[k]
+        goal_ms = goal_quiet[1 if a.lockstep else 0]
+        t = a.I[I_TICK]
+        if goal_ms and 0 <= t != a.I[I_ACTED] and t != gave_up[k]:
+            if goal_tick[k] != t:
+                goal_tick[k] = t
+                goal_t0[k] = ticks_ms()
+            left = goal_ms - ticks_diff(ticks_ms(), goal_t0[k])
+            if left <= 0:   # no goal (or no K_{i-1} to bridge from): act on the last goal,
+                a.on_quiet()   # as in-process once the bus has gone quiet
+                gave_up[k] = t
+                gave = True
+            else:
+                wait_ms = min(wait_ms, left)
+    return gave, wait_ms
+
+
+def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
+    """The node's loop, for its one link or a group's: move frames (poll() -> how many),
+    collect garbage once a tick after the last torque, bridge a K_{i-1} that did not come
+    within the hop timeout, act on the last goal where a tick's did not come in time,
+    keep a faulted agent's brake PD going, else block on the board (board.wait(ms) ->
+    True if frames are there). `ticks_ms`: the millisecond clock (time.ticks_ms)."""
+    ticks_ms = ticks_ms or time.ticks_ms
+    gc_every, quiet, goal_quiet = _timeouts(cfg)
+    gc_slot = agents[0].link % gc_every   # staggered: links sharing a CPU never collect together
     n = len(agents)
-    goal_tick = [-1] * n   # per agent: the tick it has been in since goal_t0 (ms)
-    goal_t0 = [0] * n
-    gave_up = [-1] * n     # the tick it acted on the last goal in
+    # per agent: the tick it has been in since [1] (ms), the tick it acted on the last goal in
+    goals = ([-1] * n, [0] * n, [-1] * n) if goal_quiet[0] or goal_quiet[1] else None
     bridge = [False] * n   # pending before the wait: bridged if the bus stays quiet
     last = agents[-1]
     gc.collect()
@@ -145,21 +173,8 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
                 wait_ms = 0
                 overdue = True
         gave = False
-        for k in range(n):
-            a = agents[k]
-            goal_ms = goal_quiet[1 if a.lockstep else 0]
-            t = a.I[I_TICK]
-            if goal_ms and 0 <= t != a.I[I_ACTED] and t != gave_up[k]:
-                if goal_tick[k] != t:
-                    goal_tick[k] = t
-                    goal_t0[k] = ticks_ms()
-                left = goal_ms - ticks_diff(ticks_ms(), goal_t0[k])
-                if left <= 0:   # no goal (or no K_{i-1} to bridge from): act on the last goal,
-                    a.on_quiet()   # as in-process once the bus has gone quiet
-                    gave_up[k] = t
-                    gave = True
-                else:
-                    wait_ms = min(wait_ms, left)
+        if goals is not None:
+            gave, wait_ms = _stale_goals(agents, goal_quiet, goals, wait_ms, ticks_ms)
         if gave or (not overdue and board.wait(wait_ms)):
             continue
         for k in range(n):

@@ -58,7 +58,7 @@
 // ---- I[I_FLAGS] ----
 #define FLAG_REV 1        // a revolute joint
 #define FLAG_GRAVITY 2    // K_i goes with the gravity couplet's ASSERT (its frame at tx + K_FRAME)
-#define FLAG_PLAIN 4      // this tick's goal closes the cycle in linkcore.rx (agent._on_sync says when)
+#define FLAG_PLAIN 4      // this tick's goal closes the cycle in linkcore.rx (cycle.on_sync says when)
 #define FLAG_TORQUE_BUS 8 // the TORQUE report goes on the bus (the HAL has no report())
 #define FLAG_SAMPLED 16   // linkcore.sample took this tick's reading: it is in S_Q, S_QD
 
