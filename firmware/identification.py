@@ -25,6 +25,7 @@
 # row a tick; `every` (default 4) spaces the identified ticks, which a constant load allows.
 from bus_protocol import messages as m
 from firmware import global_proxy
+from firmware.linkstate import get as _get
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
 
 from firmware.hal import const
@@ -44,10 +45,6 @@ NAMES = ("m", "h_x", "h_y", "h_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz
 # inertia parameter k -> the two axes (a, b) of its entry: I v = sum I_ab (e_a v_b + e_b v_a)
 INERTIA_AXES = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 _ZERO = (0.0, 0.0, 0.0)
-
-
-def _get(S, at, n):
-    return tuple(S[at + j] for j in range(n))
 
 
 def sample_time(tick, period, grid):

@@ -84,6 +84,11 @@ def state(agent, old=None):
     return S
 
 
+def get(S, at, n):
+    """S[at:at + n] as a tuple (no slice object)."""
+    return tuple(S[at + j] for j in range(n))
+
+
 def put(S, at, values, start=0, end=None):
     """S[at:] = values[start:end], value by value (no slice object)."""
     for j in range(start, len(values) if end is None else end):

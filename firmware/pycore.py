@@ -22,6 +22,7 @@ from bus_protocol import messages as m
 from firmware import behaviours
 from firmware.global_proxy import share
 from firmware.kinematic_bus import PRISMATIC, REVOLUTE, compose
+from firmware.linkstate import get as _get, put as _put
 from firmware.vec import qrot
 
 from firmware.hal import const
@@ -88,15 +89,6 @@ def _dh(S, at, revolute, theta, q):
     ct = cos(0.5 * theta)
     st = sin(0.5 * theta)
     return (ct * ca, ct * sa, st * sa, st * ca), (a * cos(theta), a * sin(theta), d)
-
-
-def _put(S, at, values):
-    for j in range(len(values)):
-        S[at + j] = values[j]
-
-
-def _get(S, at, n):
-    return tuple(S[at + j] for j in range(n))
 
 
 def a_i(S, I, q, qd):
