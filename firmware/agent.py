@@ -38,38 +38,38 @@ def _neighbour_support():
 # the layouts, frame lengths and the hot frames' types this module uses, as const:
 # MicroPython inlines them (a name imported from another module is a lookup per use)
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-S_IN = const(12)
-S_GOAL = const(63)
-S_ASSERT = const(94)
-S_JOINT = const(238)
-S_NB_E = const(267)
-I_TICK = const(0)
-I_SEQ = const(1)
+_S_IN = const(12)
+_S_GOAL = const(63)
+_S_ASSERT = const(94)
+_S_JOINT = const(238)
+_S_NB_E = const(267)
+_I_TICK = const(0)
+_I_SEQ = const(1)
 I_KIN = const(2)
-I_ACTED = const(3)
-I_NA = const(4)
-I_GOAL = const(5)
-I_LINK = const(6)
-I_DOWN = const(7)
-I_RX = const(9)
-I_TIMING_AT = const(13)
-I_NB = const(16)
-INTS = const(20)
+_I_ACTED = const(3)
+_I_NA = const(4)
+_I_GOAL = const(5)
+_I_LINK = const(6)
+_I_DOWN = const(7)
+_I_RX = const(9)
+_I_TIMING_AT = const(13)
+_I_NB = const(16)
+_INTS = const(20)
 K_QUEUED = const(18)
-K_SENT = const(19)
+_K_SENT = const(19)
 GOAL_ACTED = const(20)
-NB_TAKEN = const(16)
-NB_FAILED = const(17)
-NS = const(7)
-VS = const(10)
-K_FRAME = const(64)
-TX_FRAMES = const(114)
-MAX_ASSERT = const(16)
-SYNC = const(1)
-KINEMATIC = const(3)
-GOAL = const(4)
-RUN = const(1)
-BRAKED = const(2)
+_NB_TAKEN = const(16)
+_NB_FAILED = const(17)
+_NS = const(7)
+_VS = const(10)
+_K_FRAME = const(64)
+_TX_FRAMES = const(114)
+_MAX_ASSERT = const(16)
+_SYNC = const(1)
+_KINEMATIC = const(3)
+_GOAL = const(4)
+_RUN = const(1)
+_BRAKED = const(2)
 # ---- end of layout ----
 
 TICK_MAX = const(0x7FFFFFFF)   # the last tick an agent takes (I is int32)
@@ -90,10 +90,10 @@ class LinkAgent:
 
     def __init__(self, cfg, hal):
         self.hal = hal
-        self.I = array("i", bytes(4 * INTS))
+        self.I = array("i", bytes(4 * _INTS))
         # the frames out: the Python's and linkcore's, K_i's gravity ASSERT at 64 (linkcore)
-        self._tx = bytearray(TX_FRAMES)
-        self._tx_assert = memoryview(self._tx)[K_FRAME:]
+        self._tx = bytearray(_TX_FRAMES)
+        self._tx_assert = memoryview(self._tx)[_K_FRAME:]
         # HAL methods some back ends have, looked up once (getattr is ~2k instructions on a
         # Cortex-M4F): where the motor is the host's simulated plant on a wire of its own,
         # TORQUE goes there; a simulated joint's state comes in JOINT_STATE frames
@@ -102,7 +102,7 @@ class LinkAgent:
         self._take_joint = getattr(hal, "take_joint_state", None)   # the same from linkcore's S
         self._wire = None   # a ChainNode's block, where linkcore queues the hot frames (on_wire)
         # safety's per-sample state (Safety.N, V: linkcore.sample's), the same arrays every run
-        self._safety_nv = (array("i", bytes(4 * NS)), array(linkstate.FLOAT, [0.0] * VS))
+        self._safety_nv = (array("i", bytes(4 * _NS)), array(linkstate.FLOAT, [0.0] * _VS))
         self._silent = False   # (injected faults: firmware/injection.py)
         self._k_off = self._u_off = 0.0
         self.configure(cfg)
@@ -111,16 +111,16 @@ class LinkAgent:
         self.decoder = m.Decoder()
         self.logq = services.LogQueue()            # print/log requests (NYMPH host services)
         self.finish = services.FinishLog(self.link)   # completion history -> TIMING
-        self.I[I_TIMING_AT] = self.finish.slot
+        self.I[_I_TIMING_AT] = self.finish.slot
         # _close's, in one attribute load; the HAL's motor (none for a simulated joint)
         self._books = (hal, self.finish, self.logq, getattr(hal, "write", None))
-        self.down = self.I[I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
+        self.down = self.I[_I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state besides S and I: the joint's last good reading (S_Q, S_QD hold
         # the sync's, which K_i is composed with)
         self.q = 0.0
         self.qd = 0.0
         self.q_lock = None
-        self._ak = [0] * MAX_ASSERT      # (origin << 8) | kind of this tick's couplets in S
+        self._ak = [0] * _MAX_ASSERT      # (origin << 8) | kind of this tick's couplets in S
         self.lockstep = False  # the run's clock is synthetic (COMMAND RESET, arg 1)
         self.t_sync = 0
         self.cycle_us = 0
@@ -152,8 +152,8 @@ class LinkAgent:
         if self._silent:
             return
         I = self.I
-        n = m.encode_into(self._tx, mtype, self.link, dst, I[I_SEQ], values)
-        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
+        n = m.encode_into(self._tx, mtype, self.link, dst, I[_I_SEQ], values)
+        I[_I_SEQ] = (I[_I_SEQ] + 1) & 0xFFFF
         out = out or self.hal.send
         while copies > 0:
             out(self._tx, n)
@@ -163,8 +163,8 @@ class LinkAgent:
         """NYMPH-style host service: the host prints/logs what the node says. Inside a
         cycle (SYNC in, torque not yet out) the request waits in a bounded queue that
         drains after the torque, so it never delays the cycle."""
-        tick = self.I[I_TICK]
-        if tick >= 0 and self.I[I_ACTED] != tick:
+        tick = self.I[_I_TICK]
+        if tick >= 0 and self.I[_I_ACTED] != tick:
             self.logq.put(text)
         else:
             self.send(m.LOG, m.HOST, (text.encode()[:m.LOG_MAX_TEXT],))
@@ -194,27 +194,27 @@ class LinkAgent:
         try:   # (not counted in decoder.good, the Python decoder's count: ~1k a frame)
             if t >= GOAL_ACTED:   # take_goal and actuate's torque, done by the core
                 if sf.faults:   # Safety.on_goal's re-admission counts goals (rx
-                    sf.on_goal(I[I_TICK])   # has done the rest: N_LAST_GOAL)
+                    sf.on_goal(I[_I_TICK])   # has done the rest: N_LAST_GOAL)
                 if not self._goal:   # (a load costs less than a store)
                     self._goal = True
-                _close(self, None, True, RUN, t - GOAL_ACTED)
-            elif t >= K_QUEUED or t == KINEMATIC:
-                if I[I_LINK] == 1:
+                _close(self, None, True, _RUN, t - GOAL_ACTED)
+            elif t >= K_QUEUED or t == _KINEMATIC:
+                if I[_I_LINK] == 1:
                     self._base = True   # K_0, kept in S (S_IN) to bridge a lost one
-                if t == K_SENT or (t == K_QUEUED and self.tip_out):
+                if t == _K_SENT or (t == K_QUEUED and self.tip_out):
                     _kinematic_out(self, t == K_QUEUED)
-            elif t >= NB_TAKEN:   # (K_{i-2} into S: nothing more to do)
-                if t == NB_FAILED:   # neighbour i-1's check failed: K_i unless it
-                    neighbours.failed(self, 0, S[S_NB_E])   # is bridged now
+            elif t >= _NB_TAKEN:   # (K_{i-2} into S: nothing more to do)
+                if t == _NB_FAILED:   # neighbour i-1's check failed: K_i unless it
+                    neighbours.failed(self, 0, S[_S_NB_E])   # is bridged now
                     if self.skip == 0:
                         self.send_kinematic()
-            elif t == GOAL:
+            elif t == _GOAL:
                 self.take_goal(True)
-            elif t == SYNC:
-                if I[I_RX] != I[I_TICK]:
-                    _on_sync(self, I[I_RX])
+            elif t == _SYNC:
+                if I[_I_RX] != I[_I_TICK]:
+                    _on_sync(self, I[_I_RX])
             elif self._take_joint is not None:   # JOINT_STATE (its reading stays in S)
-                self._take_joint(S, S_JOINT, I, I_RX)
+                self._take_joint(S, _S_JOINT, I, _I_RX)
         except Exception as e:
             sf.trip(safety.F_INTERNAL, "%s %s" % (type(e).__name__, e))
         if sf.pending:
@@ -243,7 +243,7 @@ class LinkAgent:
         if mtype <= m.ASSERT and v[0] > TICK_MAX:   # a tick the agent's I cannot hold:
             self.late += 1                         # dropped, as a frame of another tick is
             return
-        tick = self.I[I_TICK]
+        tick = self.I[_I_TICK]
         if mtype == m.SYNC:
             if v[0] != tick:
                 self.on_sync(v[0])
@@ -287,7 +287,7 @@ class LinkAgent:
         """Step 3: K_{i-1} -> K_i, forwarded base to tip, after the agent's own assertions.
         r > 0: K_{i-1-r}, overheard (addressed to link i - r) for the neighbour check and
         the bridge; the packet composed from is K_{i-1-skip} (skip links bridged)."""
-        if v[0] != self.I[I_TICK]:
+        if v[0] != self.I[_I_TICK]:
             if r == 0:
                 self.late += 1
             return
@@ -308,7 +308,7 @@ class LinkAgent:
 
     def compose(self, quat0, p0, v0, w0):
         """K_i from K_{i-1} = (quat0, p0, v0, w0) (decoded, or bridged) by the core."""
-        linkstate.put(self.S, S_IN, quat0 + p0 + v0 + w0)
+        linkstate.put(self.S, _S_IN, quat0 + p0 + v0 + w0)
         self.send_kinematic()
 
     def send_kinematic(self):
@@ -321,35 +321,35 @@ class LinkAgent:
         # ASSERT: tick, origin, kind, p(3), f(6). Applied by base-ward agents j <= origin (7.250),
         # once per (origin, kind): where a ring's two goal waves meet, both copies arrive.
         I = self.I
-        na = I[I_NA]
-        if v[0] != I[I_TICK] or v[1] < self.link or na >= MAX_ASSERT:
+        na = I[_I_NA]
+        if v[0] != I[_I_TICK] or v[1] < self.link or na >= _MAX_ASSERT:
             return
         key = (v[1] << 8) | v[2]
         for j in range(na):
             if self._ak[j] == key:
                 return
         self._ak[na] = key
-        linkstate.put(self.S, S_ASSERT + 9 * na, v, 3, 12)
-        I[I_NA] = na + 1
+        linkstate.put(self.S, _S_ASSERT + 9 * na, v, 3, 12)
+        I[_I_NA] = na + 1
 
     def on_goal(self, v):
         """Step 6: the broadcast global goal G = (p_app, f) closes this cycle."""
-        if v[0] != self.I[I_TICK]:
+        if v[0] != self.I[_I_TICK]:
             self.late += 1
             return
-        linkstate.put(self.S, S_GOAL, v, 2, 11)
+        linkstate.put(self.S, _S_GOAL, v, 2, 11)
         self.take_goal(True)
 
     def take_goal(self, goal):
         """This tick's goal (its values in S, S_GOAL) closes the cycle (linkcore's rx
         does this at once for a plain cycle: receive, GOAL_ACTED)."""
         I = self.I
-        tick = I[I_TICK]
+        tick = I[_I_TICK]
         sf = self.safety
         sf.on_goal(tick)
         self._goal = goal
-        I[I_GOAL] = tick
-        if sf.state == RUN and I[I_ACTED] != tick:
+        I[_I_GOAL] = tick
+        if sf.state == _RUN and I[_I_ACTED] != tick:
             if I[I_KIN] != tick:
                 self.stale_kin += 1   # hold last frame (z, p_{i-1})
                 sf.on_kinematic_age(tick - I[I_KIN])
@@ -362,10 +362,10 @@ class LinkAgent:
         to the host (TORQUE); the cycle's bookkeeping."""
         _reading(self)
         state = self.safety.state
-        if state >= BRAKED or self.q_lock is not None:
+        if state >= _BRAKED or self.q_lock is not None:
             arbitration.reaction(self, state)   # a fault's reaction, the brake's release
         encoded = False   # the core computed u and put the TORQUE frame in self._tx
-        if state < BRAKED:
+        if state < _BRAKED:
             lc = self._lc
             encoded = lc[0].torque(lc[1], lc[2], lc[3], goal, self.q, self.qd, state) and not self.inject
         _close(self, None if encoded else arbitration.arbitrate(self), encoded, state)
@@ -378,7 +378,7 @@ class LinkAgent:
             self._kin = [None]
             self._out = [False]
             self.skip = 0
-            self.I[I_NB] = 0
+            self.I[_I_NB] = 0
 
     def new_run(self):
         """Fresh safety state (watchdog, encoder history) and tick: a host starting a run
@@ -387,7 +387,7 @@ class LinkAgent:
         if self._brake_at_start:
             self.safety.trip(safety.F_COMMAND)
         I = self.I
-        I[I_TICK] = I[I_ACTED] = I[I_KIN] = I[I_GOAL] = -1
+        I[_I_TICK] = I[_I_ACTED] = I[I_KIN] = I[_I_GOAL] = -1
         self.reset_neighbours()
         self._goal = False                      # a goal taken, in S (stale goal; its tick: I_GOAL)
         self._base = False                      # link 1: a K_0 taken, in S (the base packet)

@@ -7,8 +7,8 @@ from firmware import behaviours, safety
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-BRAKED = const(2)
-F_SENSOR = const(64)
+_BRAKED = const(2)
+_F_SENSOR = const(64)
 # ---- end of layout ----
 
 # indices of the torque components (S_C)
@@ -25,15 +25,15 @@ def reaction(self, state):
     c = self.components
     q = self.q
     hal = self.hal
-    if state >= BRAKED:   # safety.is_fault_state, written out
+    if state >= _BRAKED:   # safety.is_fault_state, written out
         for j in range(6):
             c[j] = 0.0
         if self.q_lock is None:
             self.q_lock = q
-        braked = state == BRAKED
+        braked = state == _BRAKED
         if braked != hal.braked:
             hal.set_brake(braked)
-        if self.safety.faults & F_SENSOR:
+        if self.safety.faults & _F_SENSOR:
             c[C_BRAKE] = 0.0   # no servo on a reading it distrusts: the holding brake holds
         elif state == safety.DAMP:
             c[C_BRAKE] = -self.brake_gains[1] * self.qd

@@ -12,11 +12,11 @@ from firmware.vec import qrot
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-S_K = const(41)
-I_TICK = const(0)
-I_SEQ = const(1)
-I_DOWN = const(7)
-FLAG_GRAVITY = const(2)
+_S_K = const(41)
+_I_TICK = const(0)
+_I_SEQ = const(1)
+_I_DOWN = const(7)
+_FLAG_GRAVITY = const(2)
 # ---- end of layout ----
 
 
@@ -27,22 +27,22 @@ def before_k(agent):
         return True
     S = agent.S
     I = agent.I
-    tick = I[I_TICK]
-    seq = (I[I_SEQ] - 1) & 0xFFFF   # K_i's, as the core encoded it
-    quat = tuple(S[S_K + j] for j in range(4))
-    p = (S[S_K + 4], S[S_K + 5], S[S_K + 6])
-    if agent.weight is not None and not agent._flags & FLAG_GRAVITY:   # gravity by assertion
+    tick = I[_I_TICK]
+    seq = (I[_I_SEQ] - 1) & 0xFFFF   # K_i's, as the core encoded it
+    quat = tuple(S[_S_K + j] for j in range(4))
+    p = (S[_S_K + 4], S[_S_K + 5], S[_S_K + 6])
+    if agent.weight is not None and not agent._flags & _FLAG_GRAVITY:   # gravity by assertion
         agent.send(m.ASSERT, m.HOST, (tick, agent.link, m.KIND_GRAVITY) + weight_couplet(agent, quat, p))
     if agent.rmoa is not None and agent.hal.range_valid:
         rmoa(agent, quat, p)
-    k = (tick,) + quat + p + tuple(S[S_K + j] for j in range(7, 13))
+    k = (tick,) + quat + p + tuple(S[_S_K + j] for j in range(7, 13))
     if agent._k_off:   # Hamilton's ALU fault: K_i's x off by a value, as sent
         k = k[:5] + (k[5] + agent._k_off,) + k[6:]
     if agent.k_to_host:   # the host checks the tip from K_{N-1}: first, so that it is in
         agent.send(m.KINEMATIC, m.HOST, k, None, agent.copies)   # before K_N on every medium
     # K_i's frame again where the core left it (the agent's send writes the same buffer),
     # with the sequence number the core gave it
-    m.encode_into(agent._tx, m.KINEMATIC, agent.link, I[I_DOWN], seq, k)
+    m.encode_into(agent._tx, m.KINEMATIC, agent.link, I[_I_DOWN], seq, k)
     return False
 
 
@@ -66,7 +66,7 @@ def rmoa(agent, quat, p):
     f = behaviours.rmoa_force(x_r, rho, eta, clearance, f_max)
     if f is not None:
         p_psh = to_world(quat, p, hal.p_psh)
-        agent.send(m.ASSERT, m.HOST, (agent.I[I_TICK], agent.link, m.KIND_RMOA) + p_psh + f + (0.0, 0.0, 0.0))
+        agent.send(m.ASSERT, m.HOST, (agent.I[_I_TICK], agent.link, m.KIND_RMOA) + p_psh + f + (0.0, 0.0, 0.0))
 
 
 def to_world(quat, p, x_link):

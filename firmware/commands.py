@@ -8,7 +8,7 @@ from firmware import safety
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-I_TICK = const(0)
+_I_TICK = const(0)
 # ---- end of layout ----
 
 _NO_AUTH = (0, 0, 0)   # STATUS.auth_rejected of a node that checks no host commands
@@ -33,7 +33,7 @@ def on_command(self, cmd, arg):
     if cmd == m.CMD_BRAKE:
         bit = int(arg)
         self.safety.trip(bit if bit in safety.FAULT_NAMES else safety.F_COMMAND, "commanded", safety.BRAKED)
-        if self.I[I_TICK] >= 0:   # brake now: this tick's TORQUE reports BRAKED
+        if self.I[_I_TICK] >= 0:   # brake now: this tick's TORQUE reports BRAKED
             self.actuate(False)
     elif cmd == m.CMD_RELEASE:
         self.safety.clear()
@@ -57,12 +57,12 @@ def on_command(self, cmd, arg):
 
 
 def send_status(self):
-    self.send(m.STATUS, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF, self.safety.state, self.safety.faults,
+    self.send(m.STATUS, m.HOST, (self.I[_I_TICK] & 0xFFFFFFFF, self.safety.state, self.safety.faults,
                                  self.decoder.bad & 0xFFFF, self.cycle_us & 0xFFFFFFFF,
                                  self.stale_kin & 0xFFFF, self.late & 0xFFFF)
               + (self.auth.counts() if self.auth is not None else _NO_AUTH))
     if self.ident is not None and self.ident.est is not None:
-        self.send(m.ESTIMATE, m.HOST, (self.I[I_TICK] & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
+        self.send(m.ESTIMATE, m.HOST, (self.I[_I_TICK] & 0xFFFFFFFF,) + tuple(self.ident.est.theta))
 
 
 def report_faults(self):

@@ -20,34 +20,34 @@ except ImportError:  # CPython
     const = micropython.const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-S_QD = const(7)
-S_K = const(41)
-S_JOINT = const(238)
-S_Q = const(246)
+_S_QD = const(7)
+_S_K = const(41)
+_S_JOINT = const(238)
+_S_Q = const(246)
 I_TICK = const(0)
-I_SEQ = const(1)
-I_ACTED = const(3)
-I_NA = const(4)
-I_FLAGS = const(8)
+_I_SEQ = const(1)
+_I_ACTED = const(3)
+_I_NA = const(4)
+_I_FLAGS = const(8)
 I_EVERY = const(11)
 I_EVERY_AT = const(12)
-I_TIMING_AT = const(13)
-I_JOINT = const(15)
-FLAG_GRAVITY = const(2)
-FLAG_PLAIN = const(4)
-FLAG_SAMPLED = const(16)
-DUE_STATUS = const(1)
-DUE_TIMING = const(2)
+_I_TIMING_AT = const(13)
+_I_JOINT = const(15)
+_FLAG_GRAVITY = const(2)
+_FLAG_PLAIN = const(4)
+_FLAG_SAMPLED = const(16)
+_DUE_STATUS = const(1)
+_DUE_TIMING = const(2)
 DUE_QUEUED = const(8)
-N_U_RUN = const(4)
-V_LAST_U = const(2)
-K_FRAME = const(64)
-ASSERT_FRAME = const(50)
-TORQUE_FRAME = const(41)
-TIMING_SLOTS = const(12)
-RUN = const(1)
-BRAKED = const(2)
-F_SENSOR = const(64)
+_N_U_RUN = const(4)
+_V_LAST_U = const(2)
+_K_FRAME = const(64)
+_ASSERT_FRAME = const(50)
+_TORQUE_FRAME = const(41)
+_TIMING_SLOTS = const(12)
+_RUN = const(1)
+_BRAKED = const(2)
+_F_SENSOR = const(64)
 # ---- end of layout ----
 
 
@@ -62,11 +62,11 @@ def kinematic_out(self, queued=False):
         if amend is not None and amend(self):   # (True: the node is silent)
             return
         send = self.hal.send
-        if self._flags & FLAG_GRAVITY:
-            send(self._tx_assert, ASSERT_FRAME)
+        if self._flags & _FLAG_GRAVITY:
+            send(self._tx_assert, _ASSERT_FRAME)
         copies = self.copies
         while copies > 0:
-            send(self._tx, K_FRAME)
+            send(self._tx, _K_FRAME)
             copies -= 1
     if self.tip_out:   # the host bridges the tip from K_{N-1}
         self.send(m.KINEMATIC, m.HOST, packet(self.S, self.I[I_TICK]), None, self.copies)
@@ -74,7 +74,7 @@ def kinematic_out(self, queued=False):
 
 def packet(S, tick):
     """The KINEMATIC values of K_i in S (a copy to the host: not in the hot path)."""
-    return (tick,) + tuple(S[S_K + j] for j in range(13))
+    return (tick,) + tuple(S[_S_K + j] for j in range(13))
 
 
 @micropython.native   # (LinkAgent.receive)
@@ -98,21 +98,21 @@ def close(self, u, encoded, state, due=-1):
         write(held[0] if u is None else u)
     sf = self.safety
     if due < 0:   # (linkcore's rx has set them for its plain cycle)
-        sf.V[V_LAST_U] = u   # unless it never reached the motor (the node is silent)
-        sf.N[N_U_RUN] = sf.state == RUN and not self._silent
+        sf.V[_V_LAST_U] = u   # unless it never reached the motor (the node is silent)
+        sf.N[_N_U_RUN] = sf.state == _RUN and not self._silent
     I = self.I
     tick = I[I_TICK]
     if due < 0 and sf.checks_torque:
         sf.on_torque(u, self.qd, self.u_sat)
-    I[I_ACTED] = tick
+    I[_I_ACTED] = tick
     t_finish = hal.ticks_us()
     cycle_us = self.cycle_us = ticks_diff(t_finish, self.t_sync)
     # TORQUE reports the cycle to the host: on the bus, or through hal.report
     out = self._report
     if due >= 0 or (encoded and sf.state == state):   # the core's frame, of the right state
         if due < DUE_QUEUED:   # (else on its way already)
-            (out or hal.send)(self._tx, TORQUE_FRAME)
-        I[I_SEQ] = (I[I_SEQ] + 1) & 0xFFFF
+            (out or hal.send)(self._tx, _TORQUE_FRAME)
+        I[_I_SEQ] = (I[_I_SEQ] + 1) & 0xFFFF
     else:
         c = self.components
         self.send(m.TORQUE, m.HOST, (tick, u, sf.state, c[0], c[1], c[2], c[3], c[4], c[5]), out)
@@ -122,16 +122,16 @@ def close(self, u, encoded, state, due=-1):
         # STATUS after the torque, when the cycle's traffic is through, and staggered by
         # link so that a chain carries about one per tick, never N at once (linkcore's
         # rx finds the same from I)
-        due = (DUE_STATUS if tick % I[I_EVERY] == I[I_EVERY_AT] else 0) | (
-            DUE_TIMING if tick % TIMING_SLOTS == I[I_TIMING_AT] else 0)
-    if due & DUE_STATUS:
+        due = (_DUE_STATUS if tick % I[I_EVERY] == I[I_EVERY_AT] else 0) | (
+            _DUE_TIMING if tick % _TIMING_SLOTS == I[_I_TIMING_AT] else 0)
+    if due & _DUE_STATUS:
         self.send_status()
     _record(finish, tick, cycle_us, t_finish)
     # the host services' frames, called only where there is one to send
     # (benchmarks/README.md, firmware design figures)
     if logq.waiting:
         logq.pump(self)
-    if due & DUE_TIMING:
+    if due & _DUE_TIMING:
         finish.pump(self, tick)
 
 
@@ -144,7 +144,7 @@ def on_sync(self, tick):
         injected(self, tick)
     I = self.I
     I[I_TICK] = tick
-    I[I_NA] = 0
+    I[_I_NA] = 0
     if self.lockstep:   # an emulated joint's state of this tick, on a wire of its own
         wait = getattr(hal, "wait_state", None)
         if wait is not None:
@@ -157,10 +157,10 @@ def on_sync(self, tick):
     # the core's sample: safety's checks of the reading where they latch nothing, A_i(q)
     # and the plain cycle's flag in one call, where nothing is latched or locked (the
     # Python's, here below, makes floats: benchmarks/README.md, firmware design figures)
-    if ok and sf.state == RUN and not sf.faults and self.q_lock is None:
-        if not I[I_JOINT]:   # the reading is the HAL's q, qd (a board's encoder): into S too
-            S[S_JOINT] = hal.q
-            S[S_JOINT + 1] = hal.qd
+    if ok and sf.state == _RUN and not sf.faults and self.q_lock is None:
+        if not I[_I_JOINT]:   # the reading is the HAL's q, qd (a board's encoder): into S too
+            S[_S_JOINT] = hal.q
+            S[_S_JOINT + 1] = hal.qd
         if core.sample(S, I, lc[5], lc[6]):
             return
     sample(self, ok)
@@ -168,7 +168,7 @@ def on_sync(self, tick):
     # A_i(q) now, so that K_{i-1} -> K_i is only the composition; a braked joint
     # still carries the kinematic bus (its links beyond see it where it is held)
     q = self.q
-    if sf.faults & F_SENSOR:   # its encoder is not to be trusted: the brake holds it at the last good angle
+    if sf.faults & _F_SENSOR:   # its encoder is not to be trusted: the brake holds it at the last good angle
         if self.q_lock is None:
             self.q_lock = self._q_good
         q = self.q_lock
@@ -178,8 +178,8 @@ def on_sync(self, tick):
     # and nothing in Python amends the torque after it (receive: GOAL_ACTED; a fault after the
     # sync changes the state rx is given)
     plain = not sf.faults and self.q_lock is None and self.ident is None and not sf.checks_torque and not self.inject
-    I[I_FLAGS] = self._flags | FLAG_PLAIN if plain else self._flags
-    if sf.state >= BRAKED:   # safety.is_fault_state, written out
+    I[_I_FLAGS] = self._flags | _FLAG_PLAIN if plain else self._flags
+    if sf.state >= _BRAKED:   # safety.is_fault_state, written out
         self.actuate(False)  # a braked (held, damped) joint needs no goal
 
 
@@ -193,12 +193,12 @@ def sample(self, ok=None):
     if ok is None:
         ok = hal.read()
     if not ok:   # keep the last good reading
-        self.safety.trip(F_SENSOR, "joint read failed")
+        self.safety.trip(_F_SENSOR, "joint read failed")
         return
-    if self.I[I_JOINT]:
+    if self.I[_I_JOINT]:
         S = self.S
-        q = S[S_JOINT]
-        qd = S[S_JOINT + 1]
+        q = S[_S_JOINT]
+        qd = S[_S_JOINT + 1]
     else:
         q = hal.q
         qd = hal.qd
@@ -213,8 +213,8 @@ def reading(self):
     """self.q, self.qd: the joint's last good reading, where the core's sample left it in
     S only (FLAG_SAMPLED: the Python floats it does not make)."""
     I = self.I
-    if I[I_FLAGS] & FLAG_SAMPLED:
-        I[I_FLAGS] &= ~FLAG_SAMPLED
+    if I[_I_FLAGS] & _FLAG_SAMPLED:
+        I[_I_FLAGS] &= ~_FLAG_SAMPLED
         S = self.S
-        self.q = S[S_Q]
-        self.qd = S[S_QD]
+        self.q = S[_S_Q]
+        self.qd = S[_S_QD]

@@ -28,40 +28,40 @@ from firmware.vec import qrot
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-S_ROT = const(0)
-S_TRANS = const(4)
-S_QD = const(7)
-S_DH = const(8)
-S_IN = const(12)
-S_PREV = const(25)
-S_Z = const(38)
-S_K = const(41)
-S_COUPLET = const(54)
-S_GOAL = const(63)
-S_GAIN = const(72)
-S_PD = const(76)
-S_JL = const(79)
-S_USAT = const(83)
-S_CENTROID = const(84)
-S_C = const(87)
-S_U = const(93)
-S_ASSERT = const(94)
-S_Q = const(246)
-S_THETA = const(247)
-S_NB_IN = const(248)
-S_NB_DH = const(261)
-I_TICK = const(0)
-I_SEQ = const(1)
-I_KIN = const(2)
-I_NA = const(4)
-I_LINK = const(6)
-I_DOWN = const(7)
-I_FLAGS = const(8)
-I_NB = const(16)
-FLAG_REV = const(1)
-FLAG_GRAVITY = const(2)
-NB_REV = const(2)
-K_FRAME = const(64)
+_S_ROT = const(0)
+_S_TRANS = const(4)
+_S_QD = const(7)
+_S_DH = const(8)
+_S_IN = const(12)
+_S_PREV = const(25)
+_S_Z = const(38)
+_S_K = const(41)
+_S_COUPLET = const(54)
+_S_GOAL = const(63)
+_S_GAIN = const(72)
+_S_PD = const(76)
+_S_JL = const(79)
+_S_USAT = const(83)
+_S_CENTROID = const(84)
+_S_C = const(87)
+_S_U = const(93)
+_S_ASSERT = const(94)
+_S_Q = const(246)
+_S_THETA = const(247)
+_S_NB_IN = const(248)
+_S_NB_DH = const(261)
+_I_TICK = const(0)
+_I_SEQ = const(1)
+_I_KIN = const(2)
+_I_NA = const(4)
+_I_LINK = const(6)
+_I_DOWN = const(7)
+_I_FLAGS = const(8)
+_I_NB = const(16)
+_FLAG_REV = const(1)
+_FLAG_GRAVITY = const(2)
+_NB_REV = const(2)
+_K_FRAME = const(64)
 # ---- end of layout ----
 
 FLOAT_BYTES = 0   # (linkcore's float width; the pure Python's is the interpreter's)
@@ -92,11 +92,11 @@ def _dh(S, at, revolute, theta, q):
 
 
 def a_i(S, I, q, qd):
-    rot, trans = _dh(S, S_DH, I[I_FLAGS] & FLAG_REV, S[S_THETA], q)
-    _put(S, S_ROT, rot)
-    _put(S, S_TRANS, trans)
-    S[S_Q] = q
-    S[S_QD] = qd
+    rot, trans = _dh(S, _S_DH, I[_I_FLAGS] & _FLAG_REV, S[_S_THETA], q)
+    _put(S, _S_ROT, rot)
+    _put(S, _S_TRANS, trans)
+    S[_S_Q] = q
+    S[_S_QD] = qd
 
 
 def _compose(S, at_in, revolute, rot, trans, qd, at_out, at_z):
@@ -111,53 +111,53 @@ def _compose(S, at_in, revolute, rot, trans, qd, at_out, at_z):
 
 def kinematic(S, I, tx):
     for j in range(13):
-        S[S_PREV + j] = S[S_IN + j]
-    _compose(S, S_PREV, I[I_FLAGS] & FLAG_REV, _get(S, S_ROT, 4), _get(S, S_TRANS, 3), S[S_QD], S_K, S_Z)
-    tick = I[I_TICK]
-    link = I[I_LINK]
-    seq = I[I_SEQ]
-    gravity = I[I_FLAGS] & FLAG_GRAVITY
+        S[_S_PREV + j] = S[_S_IN + j]
+    _compose(S, _S_PREV, I[_I_FLAGS] & _FLAG_REV, _get(S, _S_ROT, 4), _get(S, _S_TRANS, 3), S[_S_QD], _S_K, _S_Z)
+    tick = I[_I_TICK]
+    link = I[_I_LINK]
+    seq = I[_I_SEQ]
+    gravity = I[_I_FLAGS] & _FLAG_GRAVITY
     if gravity:   # the couplet's point p + R(quat) centroid (vec.qrot), then the weight
-        r = qrot(_get(S, S_K, 4), _get(S, S_CENTROID, 3))
+        r = qrot(_get(S, _S_K, 4), _get(S, _S_CENTROID, 3))
         for j in range(3):
-            S[S_COUPLET + j] = S[S_K + 4 + j] + r[j]
-        m.encode_into(memoryview(tx)[K_FRAME:], m.ASSERT, link, m.HOST, seq,
-                      (tick, link, m.KIND_GRAVITY) + _get(S, S_COUPLET, 9))
+            S[_S_COUPLET + j] = S[_S_K + 4 + j] + r[j]
+        m.encode_into(memoryview(tx)[_K_FRAME:], m.ASSERT, link, m.HOST, seq,
+                      (tick, link, m.KIND_GRAVITY) + _get(S, _S_COUPLET, 9))
         seq += 1
-    m.encode_into(tx, m.KINEMATIC, link, I[I_DOWN], seq, (tick,) + _get(S, S_K, 13))
-    I[I_SEQ] = (seq + 1) & 0xFFFF
-    I[I_KIN] = tick
+    m.encode_into(tx, m.KINEMATIC, link, I[_I_DOWN], seq, (tick,) + _get(S, _S_K, 13))
+    I[_I_SEQ] = (seq + 1) & 0xFFFF
+    I[_I_KIN] = tick
 
 
 def _share(S, revolute, at):
-    return share(REVOLUTE if revolute else PRISMATIC, _get(S, S_Z, 3), _get(S, S_PREV + 4, 3),
+    return share(REVOLUTE if revolute else PRISMATIC, _get(S, _S_Z, 3), _get(S, _S_PREV + 4, 3),
                  _get(S, at, 3), _get(S, at + 3, 6))
 
 
 def torque(S, I, tx, goal, q, qd, state):
-    revolute = I[I_FLAGS] & FLAG_REV
+    revolute = I[_I_FLAGS] & _FLAG_REV
     for j in range(6):
-        S[S_C + j] = 0.0
-    if S[S_GAIN] != 0.0 and goal:
-        S[S_C] = _share(S, revolute, S_GOAL)
+        S[_S_C + j] = 0.0
+    if S[_S_GAIN] != 0.0 and goal:
+        S[_S_C] = _share(S, revolute, _S_GOAL)
     s = 0.0
-    for j in range(I[I_NA]):
-        s += _share(S, revolute, S_ASSERT + 9 * j)
-    S[S_C + 1] = s
-    if S[S_GAIN + 2] != 0.0:
-        S[S_C + 2] = behaviours.pd(q, qd, S[S_PD], S[S_PD + 1], S[S_PD + 2])
-    if S[S_GAIN + 3] != 0.0:
-        S[S_C + 3] = behaviours.joint_limit(q, S[S_JL], S[S_JL + 1], S[S_JL + 2], S[S_JL + 3])
-    u = (S[S_GAIN] * S[S_C] + S[S_GAIN + 1] * S[S_C + 1] + S[S_GAIN + 2] * S[S_C + 2]
-         + S[S_GAIN + 3] * S[S_C + 3] + S[S_C + 4])
-    u = behaviours.saturate(u, S[S_USAT])
+    for j in range(I[_I_NA]):
+        s += _share(S, revolute, _S_ASSERT + 9 * j)
+    S[_S_C + 1] = s
+    if S[_S_GAIN + 2] != 0.0:
+        S[_S_C + 2] = behaviours.pd(q, qd, S[_S_PD], S[_S_PD + 1], S[_S_PD + 2])
+    if S[_S_GAIN + 3] != 0.0:
+        S[_S_C + 3] = behaviours.joint_limit(q, S[_S_JL], S[_S_JL + 1], S[_S_JL + 2], S[_S_JL + 3])
+    u = (S[_S_GAIN] * S[_S_C] + S[_S_GAIN + 1] * S[_S_C + 1] + S[_S_GAIN + 2] * S[_S_C + 2]
+         + S[_S_GAIN + 3] * S[_S_C + 3] + S[_S_C + 4])
+    u = behaviours.saturate(u, S[_S_USAT])
     ok = -1e30 < u < 1e30   # safety.finite: never a NaN torque
-    S[S_U] = u if ok else 0.0
-    m.encode_into(tx, m.TORQUE, I[I_LINK], m.HOST, I[I_SEQ], (I[I_TICK], S[S_U], state) + _get(S, S_C, 6))
+    S[_S_U] = u if ok else 0.0
+    m.encode_into(tx, m.TORQUE, I[_I_LINK], m.HOST, I[_I_SEQ], (I[_I_TICK], S[_S_U], state) + _get(S, _S_C, 6))
     return ok
 
 
 def bridge(S, I, q, qd):
-    revolute = I[I_NB] & NB_REV
-    rot, trans = _dh(S, S_NB_DH, revolute, S[S_NB_DH + 4], q)
-    _compose(S, S_NB_IN, revolute, rot, trans, qd, S_IN, -1)
+    revolute = I[_I_NB] & _NB_REV
+    rot, trans = _dh(S, _S_NB_DH, revolute, S[_S_NB_DH + 4], q)
+    _compose(S, _S_NB_IN, revolute, rot, trans, qd, _S_IN, -1)

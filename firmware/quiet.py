@@ -10,10 +10,10 @@ from firmware.hal import ticks_diff
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-I_TICK = const(0)
-I_KIN = const(2)
-I_ACTED = const(3)
-I_GOAL = const(5)
+_I_TICK = const(0)
+_I_KIN = const(2)
+_I_ACTED = const(3)
+_I_GOAL = const(5)
 # ---- end of layout ----
 
 
@@ -37,7 +37,7 @@ def idle(self):
         if sf.pending:
             self.report_faults()
         self.sample()
-        if self.I[I_TICK] >= 0:
+        if self.I[_I_TICK] >= 0:
             self.actuate(False)
         elif safety.is_fault_state(sf.state):   # no tick yet: the fault's torque to the
             _reading(self)                       # motor, and no TORQUE of no tick
@@ -65,8 +65,8 @@ def bridge_now(self):
 def pending(self):
     """With neighbours to bridge (or the base packet, link 1): synced to a tick whose
     K_i has not gone out yet."""
-    tick = self.I[I_TICK]
-    return ((self.nb_depth or self._base) and tick >= 0 and self.I[I_KIN] != tick
+    tick = self.I[_I_TICK]
+    return ((self.nb_depth or self._base) and tick >= 0 and self.I[_I_KIN] != tick
             and self.safety.state == safety.RUN)
 
 def on_quiet(self, goal=True):
@@ -75,14 +75,14 @@ def on_quiet(self, goal=True):
     a goal that did not come is replaced by the last one (stale goal), so the joint gets
     its torque. True if the agent sent anything."""
     I = self.I
-    tick = I[I_TICK]
-    if tick < 0 or I[I_ACTED] == tick or self.safety.state != safety.RUN:
+    tick = I[_I_TICK]
+    if tick < 0 or I[_I_ACTED] == tick or self.safety.state != safety.RUN:
         return False
-    if I[I_KIN] != tick and (self.nb_depth or self.link == 1) and self.bridge_now():
+    if I[_I_KIN] != tick and (self.nb_depth or self.link == 1) and self.bridge_now():
         return True
-    if goal and self._goal and I[I_GOAL] >= tick - self.safety.watchdog_cycles:
+    if goal and self._goal and I[_I_GOAL] >= tick - self.safety.watchdog_cycles:
         self.stale_goal += 1
-        if I[I_KIN] != tick:
+        if I[_I_KIN] != tick:
             self.stale_kin += 1
         self.actuate(True)
         return True
