@@ -68,7 +68,8 @@ def kinematic_out(self, queued=False):
         while copies > 0:
             send(self._tx, _K_FRAME)
             copies -= 1
-    if self.tip_out:   # the host bridges the tip from K_{N-1}
+    if self.tip_out and not self.k_to_host:   # the host bridges the tip from K_{N-1} (with
+        # k_to_host it has it: assertions.before_k)
         self.send(m.KINEMATIC, m.HOST, packet(self.S, self.I[I_TICK]), None, self.copies)
 
 

@@ -367,6 +367,13 @@ def test_linkcore_and_python_agree_before_the_first_k_after_a_config_and_with_th
     for f in (m.encode(m.SYNC, 0, 255, 1, (0,)), k):
         fast.receive(f)
     assert [(x[0], x[2]) for x in _sent(fo)] == [(m.KINEMATIC, m.HOST), (m.KINEMATIC, 5)]
+    # the host took the tip out: K_{N-1} still goes to the host once a tick, before K_N
+    fo.clear()
+    fast.receive(m.encode(m.COMMAND, 0, 4, 2, (m.CMD_NODE_OUT, 5.0)))
+    k1 = m.encode(m.KINEMATIC, 3, 4, 4, (1, 1.0, 0.0, 0.0, 0.0, 0.1, 0.1, 0.1) + (0.1,) * 6)
+    for f in (m.encode(m.SYNC, 0, 255, 3, (1,)), k1):
+        fast.receive(f)
+    assert fast.tip_out and [(x[0], x[2]) for x in _sent(fo)] == [(m.KINEMATIC, m.HOST), (m.KINEMATIC, 5)]
 
 
 def SimHAL_capture(out):
