@@ -255,7 +255,7 @@ def main(cycles=300 if sys.platform in ("linux", "darwin") else 100, auth=False,
 def periodic(agent, node, up, stamp, tdiff, zero):
     """-> (cycle with STATUS, cycle with TIMING), medians of three each: 36 consecutive
     ticks after the agent's (the benchmark's four ticks repeat: TIMING never comes)."""
-    from firmware.agent import I_EVERY, I_EVERY_AT, I_TICK
+    from firmware.cycle import I_EVERY, I_EVERY_AT, I_TICK
     from firmware.services import TIMING_SLOTS
     t0 = agent.I[I_TICK] + 1
     status, timing = [], []
@@ -308,7 +308,8 @@ def node_alloc(node, agent, one, cycles=12):
 MODULES = ("bus_protocol.messages", "firmware.accel.thumb", "firmware.accel", "bus_protocol.framing",
            "firmware.accel.forward", "firmware.hal",
            "firmware.behaviours", "firmware.safety", "firmware.services", "firmware.linkstate",
-           "firmware.agent", "firmware.hal.sim", "firmware.node")
+           "firmware.injection", "firmware.cycle", "firmware.arbitration", "firmware.commands",
+           "firmware.quiet", "firmware.agent", "firmware.hal.sim", "firmware.node")
 
 
 def ram_by_module():

@@ -3,8 +3,6 @@
 # blob of link fields, COMMAND CONFIG_APPLY merges them into the link's config). The agent
 # imports it for each of these calls and forgets it again (agent._once): a nominal cycle
 # never runs it, and as a .mpy file on a board's filesystem its code would hold RAM.
-from array import array
-
 from firmware import behaviours, linkstate, safety
 
 from firmware.hal import const
@@ -91,8 +89,9 @@ def configure(agent, cfg):
     agent.copies = agent.I[I_COPIES] = int(cfg.get("kinematic_copies", 1))   # K_i sent this many times (time redundancy)
     # [kind, start_tick, end_tick (-1: none), period_ticks (0: steady), duty_ticks, value]
     agent.inject = [tuple(x) for x in cfg.get("inject", ())]
+    _load(agent, cfg)
     agent.cfg = cfg
-    _core(agent, cfg, lazy)
+    _core(agent, cfg)
     agent.reset_neighbours()
 
 
@@ -163,45 +162,55 @@ def _neighbours(agent, cfg, lazy):
     agent.k_to_host = bool(nb.get("to_host", False))
 
 
-def _core(agent, cfg, lazy):
-    """The core and its state."""
-    # the native core where it is importable and covers this config (firmware/linkstate.py):
-    # then A_i, K_i, the torque and their frames live in the float array S; a CONFIG keeps
-    # the tick's state in it (A_i of the sync, K, the reading), as the pure Python keeps
-    # its own, and the torque of the last cycle (agent.u[0]); a CONFIG that moves the link
-    # between linkcore and the pure Python carries the tick's state across (linkstate
-    # to_python, from_python)
+def _load(agent, cfg):
+    """A load the last link carries and is told of (m, m c); the identification of one
+    nobody told the last links of (firmware/identification.py: kept across a CONFIG that
+    leaves its table as it was)."""
+    load = cfg.get("load")
+    agent.load = None if load is None else (float(load["mass"]), tuple(load["h"]))
+    ident = cfg.get("identify")
+    old = getattr(agent, "cfg", None)
+    if old is None or old.get("identify") != ident:
+        if ident is None:
+            agent.ident = None
+        else:
+            from firmware.identification import LinkIdent
+            agent.ident = LinkIdent(ident, agent)
+    # the core's sample leaves the cycle to its rx (FLAG_PLAIN) only where no Python acts
+    # on the torque after it (firmware/cycle.py on_sync)
+    agent._safety_cfg["python_sample"] = agent.ident is not None or bool(agent.inject)
+
+
+def _core(agent, cfg):
+    """The core (firmware/linkstate.py: one for the process) and its state: A_i, K_i, the
+    torque and their frames live in the float array S. A CONFIG keeps the tick's state in
+    it (A_i of the sync, K, the reading) and the torque of the last cycle (agent.u[0])."""
     old = getattr(agent, "S", None)
-    was_python = hasattr(agent, "core") and agent.core is None
-    u = agent.u[0] if hasattr(agent, "u") else 0.0
-    core = linkstate.linkcore
-    agent.core = core if core is not None and linkstate.covers(cfg) else None
+    agent.core = linkstate.core()
     agent.S = linkstate.state(agent, old)
-    if agent.core is None:
-        lazy._python_cycle()
-        if old is not None and not was_python:
-            linkstate.to_python(agent, old)
-        agent.components = [0.0] * 6
-        agent.u = array(linkstate.FLOAT, (u,))
-    else:
-        if was_python:
-            linkstate.from_python(agent, agent.S)
-        agent.components = memoryview(agent.S)[S_C:S_C + 6]
-        agent.u = memoryview(agent.S)[S_U:S_U + 1]
-        agent.u[0] = u
-        if old is None:
-            agent.I[I_JOINT] = 0   # (a new S holds no JOINT_STATE)
+    agent.components = memoryview(agent.S)[S_C:S_C + 6]   # (views of S)
+    u = agent.u[0] if old is not None else 0.0
+    agent.u = memoryview(agent.S)[S_U:S_U + 1]
+    agent.u[0] = u
+    if old is None:
+        agent.I[I_JOINT] = 0   # (a new S holds no JOINT_STATE)
+    # the Python's frames around K_i (firmware/assertions.py, imported only then), where the
+    # config has them: then K_i's frames go through the agent's send, not onto a node's
+    # buffers by the core
+    agent.amend = None
+    if (agent.load is not None or agent.ident is not None or agent.rmoa is not None or agent.inject
+            or agent.k_to_host):
+        from firmware.assertions import before_k
+        agent.amend = before_k
     # receive's, in one attribute load (an attribute load is ~100 instructions on a
     # Cortex-M4F, a tuple's item a few)
-    agent._lc = None if agent.core is None else (
-        agent.core, agent.S, agent.I, agent._tx, agent._wire) + agent._safety_nv
-    # a CONFIG forgets the last goal and K_0, on linkcore and in Python alike (new_run
-    # sets them at start)
-    agent._goal = None
-    agent._base = None
-    # linkcore's: the joint type, the gravity ASSERT with K_i, TORQUE on the bus
-    # (FLAG_PLAIN: on_sync)
-    agent._flags = (FLAG_REV if agent.jtype == REVOLUTE else 0) | (
-        FLAG_GRAVITY if agent.core is not None and agent.weight is not None else 0) | (
+    agent._lc = (agent.core, agent.S, agent.I, agent._tx, None if agent.amend else agent._wire) + agent._safety_nv
+    # a CONFIG forgets the last goal and K_0 (new_run sets them at start)
+    agent._goal = False
+    agent._base = False
+    # the core's: the joint type, the gravity ASSERT with K_i (the Python's with a load),
+    # TORQUE on the bus (FLAG_PLAIN: cycle.on_sync)
+    gravity = agent.weight is not None and agent.load is None and agent.ident is None
+    agent._flags = (FLAG_REV if agent.jtype == REVOLUTE else 0) | (FLAG_GRAVITY if gravity else 0) | (
         FLAG_TORQUE_BUS if agent._report is None else 0)
     agent.I[I_FLAGS] = agent._flags

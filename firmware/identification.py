@@ -25,11 +25,15 @@
 # row a tick; `every` (default 4) spaces the identified ticks, which a constant load allows.
 from bus_protocol import messages as m
 from firmware import global_proxy
+from firmware.linkstate import get as _get
 from firmware.vec import add, cross, dot, qnormalize, scale, sub
 
 from firmware.hal import const
 
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
+S_PREV = const(25)
+S_Z = const(38)
+S_K = const(41)
 I_TICK = const(0)
 I_KIN = const(2)
 # ---- end of layout ----
@@ -298,9 +302,13 @@ class LinkIdent:
         self.est = Identifier(cfg, agent.n_links, self.g) if last else None
         self.use = bool(cfg.get("use", False)) and last   # the estimate feeds the weight assertion
         self.m_max = float(cfg.get("m_max", 1e9))
+        self.u = 0.0   # the torque of the last cycle, held since
 
-    def after_torque(self, a, u_prev):
-        """a: the agent, its K_i of this tick done; u_prev: the torque held since last tick."""
+    def after_torque(self, a, u):
+        """a: the agent, its K_i of this tick done; u: this tick's torque (the interval that
+        ended is the last one's)."""
+        u_prev = self.u
+        self.u = u
         mo = self.motion
         est = self.est
         tick = a.I[I_TICK]
@@ -313,15 +321,18 @@ class LinkIdent:
         if not composed:
             mo.reset()
             return
-        mo.store(tick, a.quat, a.p, a.vel, a.w, a.qd)
+        S = a.S   # K_i, z_i and p_{i-1} of this tick, in the agent's core state
+        p = _get(S, S_K + 4, 3)
+        mo.store(tick, _get(S, S_K, 4), p, _get(S, S_K + 7, 3), _get(S, S_K + 10, 3), a.qd)
         if not identified or not mo.compute():
             return
-        f, mom = link_wrench(mo, a.p_prev, a.p, a.mass, a.centroid, self.inertia, self.g)
-        row = (tick, u_prev - self.damping * mo.qd) + a.z + a.p_prev + f + mom
+        p_prev = _get(S, S_PREV + 4, 3)
+        f, mom = link_wrench(mo, p_prev, p, a.mass, a.centroid, self.inertia, self.g)
+        row = (tick, u_prev - self.damping * mo.qd) + _get(S, S_Z, 3) + p_prev + f + mom
         if est is None:
             a.send(m.IDENT, a.n_links, row)
         else:
-            est.own(tick, row, mo, a.p)
+            est.own(tick, row, mo, p)
 
     def load(self):
         """(m, h) of the load to assert the weight of: the estimate, clamped to [0, m_max],

@@ -85,7 +85,7 @@ I = _fields((
 FLAGS = [
     ("FLAG_REV", 1, "a revolute joint"),
     ("FLAG_GRAVITY", 2, "K_i goes with the gravity couplet's ASSERT (its frame at tx + K_FRAME)"),
-    ("FLAG_PLAIN", 4, "this tick's goal closes the cycle in linkcore.rx (agent._on_sync says when)"),
+    ("FLAG_PLAIN", 4, "this tick's goal closes the cycle in linkcore.rx (cycle.on_sync says when)"),
     ("FLAG_TORQUE_BUS", 8, "the TORQUE report goes on the bus (the HAL has no report())"),
     ("FLAG_SAMPLED", 16, "linkcore.sample took this tick's reading: it is in S_Q, S_QD"),
 ]
@@ -115,7 +115,7 @@ N = _fields((
     ("N_FROZEN", 1, "samples the reading has stood still (check_response)"),
     ("N_U_RUN", 1, "the last torque was a RUN torque that reached the motor"),
     ("N_PREV", 1, "V_Q_PREV, V_QD_PREV hold a reading"),
-    ("N_PYTHON", 1, "every sample is the Python's (safety checks the torque: on_torque)"),
+    ("N_PYTHON", 1, "every sample is the Python's (safety checks the torque, or the agent's Python acts on it)"),
 ), end="NS")
 # ... and its floats V, an array of the float S holds
 V = _fields((

@@ -1,13 +1,13 @@
-# The native core of a link agent (firmware/native/linkcore.c, a native .mpy module):
-# the per-cycle float work (A_i(q), K_{i-1} -> K_i, the global-proxy share, arbitration
-# and saturation) and the hot frames (KINEMATIC and GOAL in, KINEMATIC, gravity ASSERT
-# and TORQUE out) on one float array S, so a cycle makes no Python floats for them.
-# Used when `import linkcore` works (a board with linkcore.mpy on its path; CPython with
-# the same core built as an extension module by `make setup`, firmware/native/
-# linkcore_cpython.c) and the link's config is one it covers; otherwise the agent runs
-# the pure-Python firmware, which is also the oracle it is tested against
-# (tests/test_native.py, test_mcu.py, test_linkcore_cpython.py). A test forces the pure
-# Python by setting `linkcore` here to None before it configures agents (CPython: or by
+# The agent's core and its state. The core is chosen once for the process (`core`): the
+# native core linkcore (firmware/native/linkcore.c, a native .mpy module) when `import
+# linkcore` works (a board with linkcore.mpy on its path; CPython with the same core built
+# as an extension module by `make setup`, firmware/native/linkcore_cpython.c), else the
+# pure Python of firmware/pycore.py, the reference it is tested against (tests/test_native.py,
+# test_mcu.py, test_linkcore_cpython.py, test_core_diff.py). Both do the per-cycle float
+# work (A_i(q), K_{i-1} -> K_i, the global-proxy share, arbitration and saturation) and
+# the hot frames (KINEMATIC and GOAL in, KINEMATIC, gravity ASSERT and TORQUE out) on one
+# float array S, the agent's only copy of that state. A test forces the pure Python by
+# setting `linkcore` here to None before it configures agents (CPython: or by
 # LINKTEAM_PURE_PYTHON=1 for a whole process).
 from array import array
 from math import cos, sin
@@ -25,26 +25,18 @@ except ImportError:  # CPython
 
 # the layouts (firmware/layout.py; the same numbers as linkcore's linkcore_layout.h)
 # ---- layout: written by `make layouts` from firmware/layout.py (do not edit) ----
-S_ROT = const(0)
-S_TRANS = const(4)
-S_QD = const(7)
 S_DH = const(8)
-S_PREV = const(25)
 S_Z = const(38)
-S_K = const(41)
 S_COUPLET = const(54)
 S_GAIN = const(72)
 S_PD = const(76)
 S_JL = const(79)
 S_USAT = const(83)
 S_CENTROID = const(84)
-S_Q = const(246)
 S_THETA = const(247)
 S_NB_DH = const(261)
 S_NB_TOL = const(266)
 SLOTS = const(271)
-I_FLAGS = const(8)
-FLAG_SAMPLED = const(16)
 LAYOUT_ID = const(0x147510F)
 # ---- end of layout ----
 
@@ -60,14 +52,13 @@ else:
     FLOAT = "f" if array("f", (1.1,))[0] == 1.1 else "d"
 
 
-def covers(cfg):
-    """The native core does what the agent does for this config: proxy, assertions,
-    centering/retraction, joint limit, gravity by assertion, the neighbour check (depth 1) and
-    the bridge, but no load, identification, RMOA or fault injection (those run in Python)."""
-    beh = cfg.get("behaviours", {})
-    nb = cfg.get("neighbours") or {}
-    return not (cfg.get("load") or cfg.get("identify") or cfg.get("inject") or beh.get("rmoa")
-                or nb.get("to_host"))   # (to_host: K_{N-1} to the host too)
+def core():
+    """The core every agent of this process runs on: linkcore where `import linkcore`
+    worked, else the pure Python (firmware/pycore.py, imported only then)."""
+    if linkcore is not None:
+        return linkcore
+    from firmware import pycore
+    return pycore
 
 
 def state(agent, old=None):
@@ -93,42 +84,9 @@ def state(agent, old=None):
     return S
 
 
-def to_python(agent, S):
-    """The tick's state in S (A_i and the speed it is of, the reading, K_i, z_i, p_{i-1})
-    as the pure Python's attributes: a CONFIG that moves the link off linkcore."""
-    if agent.I[I_FLAGS] & FLAG_SAMPLED:   # the reading where linkcore.sample left it
-        agent.q = S[S_Q]
-        agent.qd = S[S_QD]
-    agent.a_i = (_get(S, S_ROT, 4), _get(S, S_TRANS, 3))
-    agent.qd_a = S[S_QD]
-    agent.quat = _get(S, S_K, 4)
-    agent.p = _get(S, S_K + 4, 3)
-    agent.vel = _get(S, S_K + 7, 3)
-    agent.w = _get(S, S_K + 10, 3)
-    agent.z = _get(S, S_Z, 3)
-    agent.p_prev = _get(S, S_PREV + 4, 3)
-
-
-def from_python(agent, S):
-    """The pure Python's tick state into S (to_python's inverse): a CONFIG that moves the
-    link onto linkcore."""
-    rot, trans = agent.a_i
-    put(S, S_ROT, rot)
-    put(S, S_TRANS, trans)
-    S[S_QD] = agent.qd_a
-    S[S_Q] = agent.q
-    put(S, S_K, agent.quat + agent.p + agent.vel + agent.w)
-    put(S, S_Z, agent.z)
-    put(S, S_PREV + 4, agent.p_prev)
-
-
-def _get(S, at, n):
+def get(S, at, n):
+    """S[at:at + n] as a tuple (no slice object)."""
     return tuple(S[at + j] for j in range(n))
-
-
-def packet(S, tick):
-    """The KINEMATIC values of K_i in S (a copy to the host: not in the hot path)."""
-    return (tick,) + tuple(S[S_K + j] for j in range(13))
 
 
 def put(S, at, values, start=0, end=None):

@@ -76,8 +76,8 @@ def _refused(agents):
     return r
 
 
-def _timing(cfg):
-    """The loop's settings from the node's config -> (gc_every, quiet, goal_quiet)."""
+def _timeouts(cfg):
+    """(gc_every, quiet, goal_quiet) of the node's config."""
     # collect every gc_every cycles, right after the cycle's TORQUE went out, so a
     # collection never lands between K_{i-1} and K_i or the goal and the torque; a
     # collection costs about the same however much garbage there is (mark ~ live data),
@@ -93,14 +93,14 @@ def _timing(cfg):
         quiet = (quiet, quiet)
     # a lossy bus (bus faults injected): how long into a tick a node waits for its goal
     # before it acts on the last one (wall clock, lockstep); 0: wait for it
-    return gc_every, quiet, cfg.get("goal_quiet_ms") or (0, 0)
+    goal_quiet = cfg.get("goal_quiet_ms") or (0, 0)
+    return gc_every, quiet, goal_quiet
 
 
-def _goal_waits(agents, goal_quiet, goal_tick, goal_t0, gave_up, wait_ms, ticks_ms):
-    """A lossy bus: each agent whose tick's goal has not come within goal_quiet acts on
-    the last goal. -> the wait left for the others (at most wait_ms), or -1 where one
-    acted (goal_tick, goal_t0, gave_up: per agent, the tick it waits in since when, and
-    the tick it acted on the last goal in)."""
+def _stale_goals(agents, goal_quiet, goals, wait_ms, ticks_ms):
+    """Each agent whose tick's goal has not come within goal_quiet acts on the last one
+    -> (any did, the wait left until the next one is due)."""
+    goal_tick, goal_t0, gave_up = goals
     gave = False
     for k in range(len(agents)):
         a = agents[k]
@@ -117,7 +117,7 @@ def _goal_waits(agents, goal_quiet, goal_tick, goal_t0, gave_up, wait_ms, ticks_
                 gave = True
             else:
                 wait_ms = min(wait_ms, left)
-    return -1 if gave else wait_ms
+    return gave, wait_ms
 
 
 def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
@@ -127,13 +127,11 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
     keep a faulted agent's brake PD going, else block on the board (board.wait(ms) ->
     True if frames are there). `ticks_ms`: the millisecond clock (time.ticks_ms)."""
     ticks_ms = ticks_ms or time.ticks_ms
-    gc_every, quiet, goal_quiet = _timing(cfg)
+    gc_every, quiet, goal_quiet = _timeouts(cfg)
     gc_slot = agents[0].link % gc_every   # staggered: links sharing a CPU never collect together
-    lossy = goal_quiet[0] or goal_quiet[1]
     n = len(agents)
-    goal_tick = [-1] * n   # per agent: the tick it has been in since goal_t0 (ms)
-    goal_t0 = [0] * n
-    gave_up = [-1] * n     # the tick it acted on the last goal in
+    # per agent: the tick it has been in since [1] (ms), the tick it acted on the last goal in
+    goals = ([-1] * n, [0] * n, [-1] * n) if goal_quiet[0] or goal_quiet[1] else None
     bridge = [False] * n   # pending before the wait: bridged if the bus stays quiet
     last = agents[-1]
     gc.collect()
@@ -175,10 +173,8 @@ def serve(board, agents, poll, cfg, idle_exit_ms=0, ticks_ms=None):
                 wait_ms = 0
                 overdue = True
         gave = False
-        if lossy:
-            w = _goal_waits(agents, goal_quiet, goal_tick, goal_t0, gave_up, wait_ms, ticks_ms)
-            gave = w < 0
-            wait_ms = wait_ms if gave else w
+        if goals is not None:
+            gave, wait_ms = _stale_goals(agents, goal_quiet, goals, wait_ms, ticks_ms)
         if gave or (not overdue and board.wait(wait_ms)):
             continue
         for k in range(n):

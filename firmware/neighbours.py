@@ -279,9 +279,10 @@ def _over(agent, j, tick):
 
 def compose_over(agent, v, r):
     """K_i composed from K_{i-1-r} (decoded values v) over the links between: the core's
-    nb_bridge for neighbour i-1 alone, the Python's compose_link farther."""
+    bridge for neighbour i-1 alone, the Python's compose_link farther (into S_IN, for the
+    core's K_i)."""
     tick = agent.I[I_TICK]
-    if r == 1 and agent.core is not None:
+    if r == 1:
         if agent.I[I_NB_TICK] != tick:
             linkstate.put(agent.S, S_NB_IN, v, 1, 14)
         q, qd = _over(agent, 0, tick)

@@ -155,7 +155,9 @@ class Safety:
         self.over_torque_cycles = int(cfg.get("over_torque_cycles", 0))   # 0: off
         # on_torque has work (make mcu-bench: a call costs ~1.5k instructions on a Cortex-M4F)
         self.checks_torque = self.stall_u > 0.0 or self.over_torque_cycles > 0
-        N[_N_PYTHON] = self.checks_torque   # (on_torque reads the agent's qd)
+        # (on_torque reads the agent's qd); `python_sample`: the agent's Python acts on
+        # every cycle's torque (identification, injected faults: config_parser)
+        N[_N_PYTHON] = self.checks_torque or bool(cfg.get("python_sample"))
         self.readmit_cycles = int(cfg.get("readmit_cycles", 0))
         # joint response checks (on_sample); `period` is the control period (s)
         period = float(cfg.get("period", 1.0 / 120.0))

@@ -69,10 +69,15 @@ def run_micropython(code, stdin=None, timeout=120):
 PURE_PYTHON_ENV = dict(os.environ, LINKTEAM_PURE_PYTHON="1")
 
 
+def on_linkcore(agent):
+    """The agent's core is linkcore (C), not the pure Python's (firmware/pycore.py)."""
+    return getattr(agent.core, "__name__", "") == "linkcore"
+
+
 @contextlib.contextmanager
 def pure_python():
-    """Agents configured inside run the pure-Python firmware even where linkcore for
-    CPython is installed (an agent takes firmware.linkstate.linkcore when configured)."""
+    """Agents configured inside run the pure-Python core (firmware/pycore.py) even where
+    linkcore for CPython is installed (an agent takes firmware.linkstate.core() when configured)."""
     from firmware import linkstate
     saved = linkstate.linkcore
     linkstate.linkcore = None

@@ -23,10 +23,10 @@ def test_every_generated_file_is_what_the_table_makes():
 
 
 def test_a_changed_number_in_a_generated_block_is_found(tmp_path):
-    src = (REPO / "firmware" / "agent.py").read_text()
+    src = (REPO / "firmware" / "cycle.py").read_text()
     line = "S_Q = const(%d)" % layout.S_Q
     assert line in src
-    bad = tmp_path / "agent.py"
+    bad = tmp_path / "cycle.py"
     bad.write_text(src.replace(line, "S_Q = const(%d)" % (layout.S_Q - 1)))
     assert layouts.py_file(bad) == src
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from firmware import layout
-from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, pure_python
+from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, on_linkcore, pure_python
 
 
 pytestmark = needs("linkcore")
@@ -109,7 +109,7 @@ def _twin_agents(cfg, hal_class=None, core_expected=True):
                 agents.append((LinkAgent(cfg, hal), out))
         else:
             agents.append((LinkAgent(cfg, hal), out))
-    assert (agents[0][0].core is not None) == core_expected and agents[1][0].core is None
+    assert on_linkcore(agents[0][0]) == core_expected and not on_linkcore(agents[1][0])
     return agents
 
 
@@ -120,16 +120,16 @@ def test_linkcore_closing_the_cycle_at_its_goal_sends_the_pure_python_frames(mon
     the goal). Every frame out, byte for byte, against the pure Python, over 40 ticks of
     configs that make each of those happen, with TIMING and STATUS at their slots."""
     from bus_protocol import messages as m
-    from firmware import agent as agent_mod
+    from firmware import agent as agent_mod, layout
     rng = np.random.default_rng(7)
     closed = {"linkcore": 0, "python": 0, "status": 0, "timing": 0}
     close = agent_mod._close
 
     def counted(a, u, encoded, state, due=-1):   # who closed the cycle, and what was due
-        if a.core is not None:
+        if on_linkcore(a):
             closed["linkcore" if due >= 0 else "python"] += 1
-            closed["status"] += due >= 0 and due & agent_mod.DUE_STATUS
-            closed["timing"] += due >= 0 and due & agent_mod.DUE_TIMING
+            closed["status"] += due >= 0 and due & layout.DUE_STATUS
+            closed["timing"] += due >= 0 and due & layout.DUE_TIMING
         close(a, u, encoded, state, due)
     monkeypatch.setattr(agent_mod, "_close", counted)
     faulted = set()
@@ -316,7 +316,7 @@ def test_a_config_between_a_sync_and_its_k_keeps_the_syncs_a_i(blob):
         with pure_python():   # (the CONFIG configures it anew: in pure Python still)
             pure.receive(f)
         assert fo == po and fast.u[0] == pure.u[0], f
-    assert fast.cfg != cfg and fast.safety.faults == 0 and fast.core is not None and pure.core is None
+    assert fast.cfg != cfg and fast.safety.faults == 0 and on_linkcore(fast) and not on_linkcore(pure)
     assert sum(1 for x in _sent(fo) if x and x[0] == m.KINEMATIC) == 6
 
 
@@ -360,13 +360,20 @@ def test_linkcore_and_python_agree_before_the_first_k_after_a_config_and_with_th
         assert fo == po == []
     cfg = {"link": 4, "n_links": 5, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 100.0,
            "behaviours": {"proxy": {"weight": 1.0}}, "neighbours": {"to_host": True}}
-    from firmware import agent as agent_mod, linkstate
-    assert not linkstate.covers(cfg)   # the tip check's link runs the Python
+    from firmware import agent as agent_mod
     fast = agent_mod.LinkAgent(cfg, SimHAL_capture(fo := []))
+    assert on_linkcore(fast)   # (K_{N-1} to the host: the Python's, on the core's K_{N-1})
     k = m.encode(m.KINEMATIC, 3, 4, 3, (0, 1.0, 0.0, 0.0, 0.0, 0.1, 0.1, 0.1) + (0.1,) * 6)
     for f in (m.encode(m.SYNC, 0, 255, 1, (0,)), k):
         fast.receive(f)
     assert [(x[0], x[2]) for x in _sent(fo)] == [(m.KINEMATIC, m.HOST), (m.KINEMATIC, 5)]
+    # the host took the tip out: K_{N-1} still goes to the host once a tick, before K_N
+    fo.clear()
+    fast.receive(m.encode(m.COMMAND, 0, 4, 2, (m.CMD_NODE_OUT, 5.0)))
+    k1 = m.encode(m.KINEMATIC, 3, 4, 4, (1, 1.0, 0.0, 0.0, 0.0, 0.1, 0.1, 0.1) + (0.1,) * 6)
+    for f in (m.encode(m.SYNC, 0, 255, 3, (1,)), k1):
+        fast.receive(f)
+    assert fast.tip_out and [(x[0], x[2]) for x in _sent(fo)] == [(m.KINEMATIC, m.HOST), (m.KINEMATIC, 5)]
 
 
 def SimHAL_capture(out):
@@ -436,21 +443,23 @@ def test_idle_reading_the_joint_between_a_sync_and_its_k():
 
 
 @pytest.mark.parametrize("load", ["added", "dropped"])
-def test_a_config_that_moves_the_link_between_the_cores_keeps_the_tick(load):
-    """The tip takes a CONFIG adding a load (linkstate.covers leaves loads to the Python:
-    the link moves off linkcore) or dropping it (onto linkcore) between a tick's SYNC and
-    its K_{N-1}, braked: the tick's state goes across (linkstate.to_python, from_python),
-    so K_N and the cycles after are the pure Python's, as for any other CONFIG."""
+def test_a_config_that_adds_or_drops_a_load_keeps_the_tick(load):
+    """The tip, compensating gravity by assertion, takes a CONFIG adding a load or dropping
+    it between a tick's SYNC and its K_{N-1}, braked, and is released the tick after: both
+    cores send the same frames, every K_N is the kinematic bus step of that tick's reading
+    (kinematic_bus.step), and every weight assertion from the CONFIG on holds the load's
+    weight (-(m + m_load) g: a load is Python's work on the core's K_N, never a switch of
+    the link's cycle to another core)."""
     import json
     from bus_protocol import messages as m
+    from firmware import kinematic_bus as kb
     payload = {"mass": 0.5, "h": [0.0, 0.0, 0.05]}
     cfg = {"link": 2, "n_links": 2, "dh": {"type": "revolute", "a": 0.5}, "u_sat": 20.0, "mass": 1.0,
-           "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5}}}
+           "behaviours": {"proxy": {"weight": 1.0}, "centering": {"weight": 0.5},
+                          "gravity": {"g": [0.0, 0.0, -9.81]}}}
     if load == "dropped":
         cfg["load"] = payload
-        (fast, fo), (pure, po) = _twin_agents(cfg, core_expected=False)
-    else:
-        (fast, fo), (pure, po) = _twin_agents(cfg)
+    (fast, fo), (pure, po) = _twin_agents(cfg)
     data = json.dumps({"load": payload if load == "added" else None}, separators=(",", ":")).encode()
 
     for f in _config_mid_tick(data):
@@ -458,4 +467,15 @@ def test_a_config_that_moves_the_link_between_the_cores_keeps_the_tick(load):
         with pure_python():
             pure.receive(f)
         assert fo == po and fast.u[0] == pure.u[0], f
-    assert pure.core is None and (fast.core is None) == (load == "added")
+    assert on_linkcore(fast) and not on_linkcore(pure) and fast.safety.faults == 0
+    sent = [x for x in _sent(fo) if x]
+    ks = [x[4] for x in sent if x[0] == m.KINEMATIC]
+    assert [k[0] for k in ks] == list(range(6))
+    for k in ks:   # K_1 as _config_mid_tick sends it, the reading 0.3 + 0.01 t at 0.2 rad/s
+        want = kb.step(kb.REVOLUTE, 0.0, 0.0, 0.5, 0.0, 0.3 + 0.01 * k[0], 0.2, (1.0, 0.0, 0.0, 0.0),
+                       (0.1, 0.2, 0.3), (0.1,) * 3, (0.1,) * 3)
+        assert np.allclose(k[1:], np.concatenate(want[:4]), rtol=1e-6, atol=1e-7), k
+    weights = [x[4] for x in sent if x[0] == m.ASSERT]
+    assert [w[0] for w in weights] == list(range(6))
+    loaded = [w[0] >= 2 if load == "added" else w[0] < 2 for w in weights]
+    assert [round(w[8], 4) for w in weights] == [round((1.5 if x else 1.0) * 9.81, 4) for x in loaded]

@@ -8,7 +8,7 @@ import pytest
 from bus_protocol import messages as m
 from bus_protocol import states as sc
 from firmware import linkstate
-from tests.conftest import REPO, pure_python
+from tests.conftest import REPO, on_linkcore, pure_python
 
 Q_HIGH, MARGIN = 1.0, 0.05
 
@@ -43,7 +43,7 @@ def _run(core):
     """(tick the fault latched at, STATUS frames, state after RELEASE and a good cycle)."""
     sent = []
     agent = _agent(sent)
-    assert (agent.core is not None) == core
+    assert on_linkcore(agent) == core
     latched = -1
     for tick, q in enumerate((0.5, 0.9, Q_HIGH + MARGIN, Q_HIGH + 0.06, Q_HIGH + 0.07)):
         _cycle(agent, tick, q)

@@ -47,7 +47,7 @@ class SimHAL:
         """on_joint_state for a JOINT_STATE that linkcore.rx took into the float array S:
         S[at:at + 8] = q, qd, p_psh, x_r; ints[i:i + 2] = tick, flags. Makes no tuple
         (benchmarks/README.md, firmware design figures) and no float: the reading q, qd stays in S, where the agent reads it
-        (agent._sample, linkcore.sample); p_psh and x_r are taken when the range is valid,
+        (cycle.sample, the core's sample); p_psh and x_r are taken when the range is valid,
         the only time the agent looks at them (RMOA)."""
         self.state_tick = ints[i]
         ints[_I_JOINT] = 1

@@ -184,7 +184,7 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
     S[S_QD] = qd;
 }
 
-// ---- the sample (agent._on_sync and _sample, safety.on_sample; docs/design.md §5) ----
+// ---- the sample (cycle.on_sync and sample, safety.on_sample; docs/design.md §5) ----
 
 // The sync's plain sample: this tick's reading q, qd in S_JOINT (the JOINT_STATE rx took,
 // I_JOINT, or the HAL's reading the agent put there), where safety's on_sample would latch
@@ -193,8 +193,8 @@ static void dh_local(real *S, bool revolute, real theta, real q, real qd) {
 // first sample, check_response with work): it becomes safety's previous reading (N, V)
 // and S_Q, S_QD with A_i(q) (dh_local), and I_FLAGS gets FLAG_SAMPLED | FLAG_PLAIN. Else
 // false, and nothing changed: the agent samples in Python. The agent calls it in RUN with
-// nothing latched and no joint locked; FLAG_PLAIN also needs no identification, which no
-// config linkcore covers has (linkstate.covers).
+// nothing latched and no joint locked; FLAG_PLAIN also needs no Python acting on the torque
+// (identification, injected faults), where safety sets N_PYTHON (config_parser).
 static bool sample(real *S, int32_t *I, int32_t *N, real *V) {
     if (N[N_PYTHON] || !N[N_PREV]) {
         return false;
@@ -594,7 +594,7 @@ static bool torque_i(real *S, int32_t *I, uint8_t *tx, bool goal, real q, real q
 //     (the agent's neighbours.failed says what follows);
 //   KINEMATIC, this tick's K_i not yet out: K_i and its frames (kinematic_i) -> K_SENT,
 //     or K_QUEUED where they went onto the node's transmit buffers `blk` (the gravity
-//     couplet's ASSERT, then K_i I_COPIES times: agent._kinematic_out's order);
+//     couplet's ASSERT, then K_i I_COPIES times: cycle.kinematic_out's order);
 //   GOAL, a plain cycle (FLAG_PLAIN, `state` RUN) whose K_i is out and torque is not:
 //     take_goal and actuate's torque, u usable -> GOAL_ACTED (I_GOAL: this tick; safety's
 //     N, V: the goal's tick, the torque on the motor),
@@ -626,7 +626,7 @@ static int rx_act(int t, real *S, int32_t *I, uint8_t *tx, uint8_t *blk, int sta
             return t;   // the Python's actuate says why (F_INTERNAL)
         }
         I[I_GOAL] = tick;   // (I_ACTED and I_SEQ: the agent's _close, as on its Python path)
-        N[N_LAST_GOAL] = tick;   // safety's on_goal, and the torque on the motor (agent._close)
+        N[N_LAST_GOAL] = tick;   // safety's on_goal, and the torque on the motor (cycle.close)
         V[V_LAST_U] = S[S_U];
         N[N_U_RUN] = 1;
         int due = tick % TIMING_SLOTS == I[I_TIMING_AT] ? DUE_TIMING : 0;

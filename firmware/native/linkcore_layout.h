@@ -58,7 +58,7 @@
 // ---- I[I_FLAGS] ----
 #define FLAG_REV 1        // a revolute joint
 #define FLAG_GRAVITY 2    // K_i goes with the gravity couplet's ASSERT (its frame at tx + K_FRAME)
-#define FLAG_PLAIN 4      // this tick's goal closes the cycle in linkcore.rx (agent._on_sync says when)
+#define FLAG_PLAIN 4      // this tick's goal closes the cycle in linkcore.rx (cycle.on_sync says when)
 #define FLAG_TORQUE_BUS 8 // the TORQUE report goes on the bus (the HAL has no report())
 #define FLAG_SAMPLED 16   // linkcore.sample took this tick's reading: it is in S_Q, S_QD
 
@@ -84,7 +84,7 @@
 #define N_FROZEN 3        // samples the reading has stood still (check_response)
 #define N_U_RUN 4         // the last torque was a RUN torque that reached the motor
 #define N_PREV 5          // V_Q_PREV, V_QD_PREV hold a reading
-#define N_PYTHON 6        // every sample is the Python's (safety checks the torque: on_torque)
+#define N_PYTHON 6        // every sample is the Python's (safety checks the torque, or the agent's Python acts on it)
 #define NS 7
 
 // ---- safety's floats V ----

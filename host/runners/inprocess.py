@@ -160,10 +160,10 @@ class FaultyBus(LoopbackBus):
 
 
 def core_name(agent):
-    """The core an agent's cycle ran on: "linkcore" (the C core), or the pure Python's
-    ("python" where the agent has none of its own)."""
-    core = getattr(agent, "core", None)
-    return "python" if core is None else getattr(core, "__name__", type(core).__name__)
+    """The core an agent's cycle ran on: "linkcore" (the C core) or "python"
+    (firmware/pycore.py, the pure Python's)."""
+    name = getattr(agent.core, "__name__", type(agent.core).__name__)
+    return "python" if name == "firmware.pycore" else name
 
 
 def make_agent(sc, i, send, run_auth=None):

@@ -237,9 +237,9 @@ def mcu_cost_table(order=(), results=ROOT / "benchmarks" / "results.json"):
     out = ["", "On the emulated Cortex-M4F (`make mcu-bench`, benchmarks/results.json: instructions per",
            "cycle under QEMU's -icount, the median of 38 cycles each from a collected heap, timed",
            "by the SysTick; one agent without its node, as above; two builds of one tree differ by",
-           "up to 2 % a case). linkcore, the native core, covers neighbour checks of depth 1 and",
-           "the bridge (firmware/linkstate.py `covers`); deeper checks, re-admission and a neighbour",
-           "out run in the pure Python on the same state, its K_i still composed in C.", "",
+           "up to 2 % a case). linkcore, the native core, does neighbour checks of depth 1 and",
+           "the bridge; deeper checks, re-admission and a neighbour out are Python on the same state",
+           "around the core's calls, its K_i still composed in C.", "",
            "| case | pure Python | vs none | with linkcore.mpy | vs none (linkcore) |", "|---|---|---|---|---|"]
     p0, n0 = python["none"]["instructions"], native["none"]["instructions"]
     for name in sorted(python, key=lambda k: list(order).index(k) if k in order else len(order)):

@@ -80,7 +80,7 @@ def run(seed=12345):
         hal = SimHAL(send)
         hal.ticks_us = _no_time   # STATUS reports cycle_us: the same everywhere
         agent = LinkAgent(config(r, link), hal)
-        cores += agent.core is not None
+        cores += agent.core.__name__ == "linkcore"
         q = r.span(-1.7, 1.7)   # beyond the joint limits now and then: the repulsion's clamp
         for tick in (5, 6):
             q = q + r.span(-0.05, 0.05)   # no encoder jump (that brakes: Python's fault path)
@@ -173,7 +173,7 @@ def trig(r):
     xs += [r.span(-4, 4) for _ in range(100)] + [r.span(-300, 300) for _ in range(100)]
     xs += [(1 if r.unit() < 0.5 else -1) * 10 ** r.span(0, 30) for _ in range(100)]
     for x in xs:
-        if agent.core is not None:
+        if agent.core.__name__ == "linkcore":
             agent.core.a_i(agent.S, agent.I, x, 0.0)
             v = [agent.S[j] for j in range(7)]   # linkstate.S_ROT, S_TRANS
         else:

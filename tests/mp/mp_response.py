@@ -7,7 +7,7 @@ import sys
 if "__file__" in globals():   # run as a file: the repository on sys.path
     sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../..")
 
-from firmware.agent import INJ_SILENT   # noqa: E402
+from firmware.injection import INJ_SILENT   # noqa: E402
 from tests.mp.mp_safety import Rig          # noqa: E402
 
 I = 5.0            # kg m^2

@@ -12,7 +12,7 @@
 # K_i and TORQUE frames went that way last (0 without linkcore).
 from bus_protocol import framing
 from bus_protocol import messages as m
-from firmware import agent as agent_mod
+from firmware import agent as agent_mod, cycle
 from firmware.agent import LinkAgent
 from firmware.hal.mem import mem_wire, settle
 from firmware.hal.sim import SimHAL
@@ -37,7 +37,7 @@ class Counted:
         t = self.core.rx(frame, n, S, I, tx, state, blk, N, V)
         if t == agent_mod.K_QUEUED:
             self.k += 1
-        elif t >= agent_mod.GOAL_ACTED and (t - agent_mod.GOAL_ACTED) & agent_mod.DUE_QUEUED:
+        elif t >= agent_mod.GOAL_ACTED and (t - agent_mod.GOAL_ACTED) & cycle.DUE_QUEUED:
             self.torque += 1
         return t
 
@@ -52,7 +52,7 @@ def _agent(cfg):
     hal = SimHAL()
     hal.ticks_us = _no_time
     agent = LinkAgent(cfg, hal)
-    if agent.core is not None:
+    if agent.core.__name__ == "linkcore":
         agent._lc = (Counted(agent.core),) + agent._lc[1:]
     return agent
 
@@ -111,7 +111,7 @@ def chain(ring, lost=False):
             if wire is not None and wire.rx:
                 print_hex("WIRE %s %d " % (name, tick), wire.rx)
                 wire.rx = b""
-    cores = [nd.agent._lc[0] for nd in nodes if nd.agent._lc is not None]
+    cores = [nd.agent._lc[0] for nd in nodes if isinstance(nd.agent._lc[0], Counted)]
     return sum(c.k for c in cores), sum(c.torque for c in cores)
 
 
@@ -139,8 +139,8 @@ def lone_tip(copies):
             if wire.rx:
                 print_hex("WIRE %s %d %d " % (name, copies, tick), wire.rx)
                 wire.rx = b""
-    c = agent._lc[0] if agent._lc is not None else None
-    return (c.k, c.torque) if c is not None else (0, 0)
+    c = agent._lc[0]
+    return (c.k, c.torque) if isinstance(c, Counted) else (0, 0)
 
 
 def run():
