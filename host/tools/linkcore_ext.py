@@ -12,7 +12,7 @@ import sysconfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NATIVE_SRC = os.path.join(ROOT, "firmware", "native")
-SOURCES = ("linkcore_cpython.c", "linkcore_core.h", "linkcore_layout.h")
+SOURCES = ("linkcore_cpython.c", "linkcore_core.h", "linkcore_mac.h", "linkcore_layout.h")
 # the float operations exactly as written (no fused multiply-add: every operation rounded,
 # as CPython rounds it); never -ffast-math; cos and sin called one by one, as math.cos
 # and math.sin call them (not merged into sincos)
