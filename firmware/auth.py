@@ -95,6 +95,7 @@ class Guard:
         self.agent = agent
         self._take = agent.receive
         self._goal = goal   # False: GOAL travels plain ([bus] auth = "commands")
+        self.goal = goal    # (what a ring node reads: firmware/node.py _goal_wave)
         self._hm = Hmac(key)
         core = native()
         self._ks = None     # linkcore: the key's padded states, its check and trailer cut

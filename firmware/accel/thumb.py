@@ -24,8 +24,6 @@ _BLK_K = const(6)
 _BLK_DATA = const(8)
 _BLK_TABLE_AT = const(12)
 _BLK_SHIFT = const(16)
-_BLK_GOAL_TICK = const(18)
-_BLK_GOAL_NEW = const(19)
 _BLK_TX = const(20)
 _BLK_TAB = const(344)
 _BLK_CARRY = const(600)
@@ -138,8 +136,6 @@ def cut(r0, r1, r2):
     add(r1, 1)           # noqa: F821  an empty run: skipped
     b(FRAME)             # noqa: F821
     label(HEAD)          # noqa: F821  four COBS bytes, none the delimiter
-    mov(r6, 0)           # noqa: F821
-    strb(r6, [r3, _BLK_GOAL_NEW])   # noqa: F821  no GOAL tick to hold yet for this frame
     add(r5, r1, 4)       # noqa: F821
     cmp(r5, r4)          # noqa: F821
     bhi(STOP_A)          # noqa: F821
@@ -268,16 +264,6 @@ def cut(r0, r1, r2):
     add(r6, 1)           # noqa: F821
     b(MSCAN)             # noqa: F821
     label(MJ)            # noqa: F821  r6: its delimiter j; the frame is handled now
-    ldrb(r2, [r3, _BLK_GOAL_NEW])   # noqa: F821
-    cmp(r2, 0)           # noqa: F821
-    beq(MJ2)             # noqa: F821
-    ldrb(r2, [r3, _BLK_GOAL_TICK])   # noqa: F821  a ring's GOAL: its tick is held
-    strb(r2, [r5, _BLK_RING_TICK - _BLK_NMINE])   # noqa: F821
-    mov(r2, 1)           # noqa: F821
-    strb(r2, [r5, _BLK_RING_HELD - _BLK_NMINE])   # noqa: F821
-    mov(r2, 0)           # noqa: F821
-    strb(r2, [r3, _BLK_GOAL_NEW])   # noqa: F821
-    label(MJ2)           # noqa: F821
     lsl(r7, r0, _POOL_FRAME_SHIFT)   # noqa: F821
     add(r7, r7, r5)      # noqa: F821
     add(r7, _BLK_POOL - _BLK_NMINE)   # noqa: F821  out = blk + BLK_POOL + f * POOL_FRAME
@@ -402,12 +388,7 @@ def cut(r0, r1, r2):
     ldrb(r6, [r7, _BLK_RING_TICK - _BLK_NMINE])   # noqa: F821
     cmp(r6, r0)          # noqa: F821
     beq(RSKIP)           # noqa: F821  the other wave got here first
-    label(RNEW)          # noqa: F821
-    cmp(r5, _GOAL)       # noqa: F821
-    bne(RDST)            # noqa: F821  an ASSERT: taken
-    strb(r0, [r3, _BLK_GOAL_TICK])   # noqa: F821  a GOAL: its tick held once it is handled (MJ)
-    mov(r6, 1)           # noqa: F821
-    strb(r6, [r3, _BLK_GOAL_NEW])   # noqa: F821
+    label(RNEW)          # noqa: F821  taken and passed on (a GOAL's tick: held by the node once it has passed its check)
     b(RDST)              # noqa: F821
     label(RSKIP)         # noqa: F821  neither passed on nor taken: past its delimiter
     mov(r6, r1)          # noqa: F821
