@@ -218,7 +218,7 @@ def test_rogue_spliced_into_a_uart_ring_changes_nothing_and_every_frame_is_count
     """The rogue between the host and link 1, after link 5 is out: what it sends reaches
     links 1-4 only (a dead node passes nothing on; ChainNode sends what it cannot pass
     down back up, so a node before the gap may hear a frame twice, once each way). Its
-    forged GOALs are for ticks other than the coming one (the next test says why), and
+    forged GOALs are for older ticks (the next test forges the coming one), and
     other than the last GOAL's: a ring node leaves a GOAL for the tick it last had alone
     (the other goal wave's copy: firmware/node.py), never acted on nor counted."""
     base, s, out, sent, forged = attack(tmp_path, monkeypatch, "uart", lambda tick: (tick - 3, tick - 4))
