@@ -292,3 +292,14 @@ def test_rejection_counts_wrap_as_status_carries_them():
         a.receive(plain)
     assert g.counts() == (0, 0, 1)
     a.send_status()   # the STATUS frame takes them
+
+
+def test_a_forged_goal_for_the_coming_tick_ahead_of_the_hosts_holds_nothing_on_a_ring():
+    """UART ring (firmware/node.py _goal_wave): a forged GOAL for tick 6, plain and under
+    another key, in the same write just ahead of the host's: every link still acts on the
+    host's GOAL of tick 6, and refuses and counts both forgeries (tests/mp/mp_ring_forged_goal.py,
+    under CPython and the unix port)."""
+    lines = same_under_both("mp_ring_forged_goal.py")
+    assert sorted(x for x in lines if x.startswith("T ")) == sorted(
+        "T %d %d 1" % (link, tick) for tick in (5, 6) for link in (1, 2, 3))
+    assert sorted(x for x in lines if x.startswith("A ")) == ["A %d 1 0 1" % link for link in (1, 2, 3)]
