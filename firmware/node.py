@@ -49,6 +49,7 @@ _BLK_POOL = const(616)
 _BLK = const(1128)
 _HEADER = const(6)
 _GOAL = const(4)
+_ASSERT = const(5)
 _BROADCAST = const(255)
 # ---- end of layout ----
 
@@ -88,7 +89,7 @@ def _deliver(self):
     ring = self.ring
     for f in range(blk[_BLK_NMINE]):
         frame = self._pool[f]
-        if ring and frame[0] == _GOAL and frame[2] == _BROADCAST:
+        if ring and frame[2] == _BROADCAST and (frame[0] == _GOAL or frame[0] == _ASSERT):
             _goal_wave(self, frame, blk[_BLK_MINE_N + f])
         else:
             self.agent.receive(frame, blk[_BLK_MINE_N + f])
@@ -98,16 +99,19 @@ def _deliver(self):
 
 @micropython.native   # (LinkAgent.receive says why)
 def _goal_wave(self, frame, n):
-    """A ring's GOAL (a goal wave's, firmware/node.py ChainNode) to the agent: left alone
-    if this tick's GOAL has been had (the other wave's copy, come in the same round), and
-    its tick held as had only once it has passed the node's check (firmware/auth.py): a
-    forged GOAL for the coming tick, sent ahead of the host's, holds nothing, so the
-    genuine one still passes (docs/security.md)."""
+    """A ring's goal batch frame (broadcast ASSERT, GOAL: ChainNode) to the agent: left
+    alone if this tick's GOAL has been had (the other wave's copy, come in the same round
+    as the first), and a GOAL's tick held as had only once it has passed the node's check
+    (firmware/auth.py): a forged GOAL for the coming tick, sent ahead of the host's, holds
+    nothing, so the genuine one still passes (docs/security.md)."""
     blk = self._blk
     tick = frame[_HEADER]   # the tick's low byte
     if blk[_BLK_RING_HELD] and blk[_BLK_RING_TICK] == tick:
         return
     agent = self.agent
+    if frame[0] == _ASSERT:
+        agent.receive(frame, n)
+        return
     g = agent.auth
     if g is None or not g.goal:   # GOAL unprotected: nothing to check
         blk[_BLK_RING_TICK] = tick
@@ -409,6 +413,10 @@ class ChainNode:
             k = cut(rx, blk, n)
             if k < 0:
                 k = self._pump(k, n, 0)
+            if blk[_BLK_RING] and blk[_BLK_NMINE]:
+                # a ring: the goal wave from up checked (a GOAL's tick held only once it
+                # has passed: _goal_wave) before the other wave's copies are read from down
+                _deliver(self)
         if down is not None:
             n = down.readinto(rx)
             if n:

