@@ -15,30 +15,15 @@ from binascii import hexlify                    # noqa: E402
 from bus_protocol import framing                # noqa: E402
 from bus_protocol import messages as m          # noqa: E402
 from bus_protocol.mac import Hmac               # noqa: E402
-from firmware import auth                       # noqa: E402
-from firmware.agent import LinkAgent            # noqa: E402
-from firmware.hal.mem import mem_wire, settle   # noqa: E402
-from firmware.hal.sim import SimHAL             # noqa: E402
-from firmware.node import ChainNode             # noqa: E402
+from firmware.hal.mem import settle             # noqa: E402
+from tests.mp.mp_ring_goal import N, print_torques, ring   # noqa: E402
 
-N = 3
 KEY = bytes(range(32))
 BLOCK = 1
 
 
 def run():
-    host, up = mem_wire()
-    nodes = []
-    for i in range(N):
-        cfg = {"link": i + 1, "n_links": N, "dh": {"type": "revolute", "a": 0.5},
-               "behaviours": {"proxy": {"weight": 1.0}},
-               "auth": {"key": hexlify(KEY).decode(), "floor": BLOCK}}
-        agent = LinkAgent(cfg, SimHAL())
-        auth.guard(agent, cfg)
-        nxt, down = mem_wire()
-        nodes.append(ChainNode(agent, up, down, bufsize=2048, ring=True))
-        up = nxt
-    ret = nxt   # the tip's down: the return wire to the host
+    host, nodes, ret = ring({"key": hexlify(KEY).decode(), "floor": BLOCK})
 
     def send(frames):
         host.write(b"".join([framing.uart_frame(f) for f in frames]))
@@ -57,11 +42,7 @@ def run():
         fv += 1
         batch = [forged, m.protect(forged, other, 0, fv + 1000)] if tick == 6 else []
         send(batch + [m.protect(plain, hm, 0, fv)])
-    dec = m.Decoder()
-    for f in framing.Deframer().feed(ret.rx):
-        msg = dec.decode(f)
-        if msg and msg[0] == m.TORQUE:
-            print("T", msg[1], msg[4][0], msg[4][2])
+    print_torques(ret)
     for nd in nodes:
         print("A", nd.link, *nd.agent.auth.counts())
 
