@@ -1,4 +1,5 @@
-# What authentication costs a node (bus_protocol/SPEC.md §9): instructions per MAC, per
+# What authentication costs a node (bus_protocol/SPEC.md §9): instructions per MAC (the
+# Python's, bus_protocol/mac.py; linkcore's check alone, less the loop's own cost), per
 # check of a genuine protected GOAL (firmware/auth.Guard: CRC, FV rebuilt, MAC, trailer
 # cut, CRC again), per forged one (three MACs) and per frame the host signs. Under
 # `make mcu-bench` the board runs with -icount shift=0, so 1 us = 1000 instructions; under
@@ -43,6 +44,15 @@ def main(reps=20):
     plain = [_goal(i) for i in range(reps)]
     body = plain[0]
     print("AUTH mac %.3f" % _time(lambda i: hm.mac(body, len(body) - 2, b"\0\0\0\0"), range(reps)))
+    core = auth.native()
+    if core is not None:   # linkcore's: the MAC check of a protected GOAL alone (linkcore_mac.h)
+        ks = bytearray(64)
+        core.mac_key(KEY, ks)
+        f = m.protect(body, hm, 0, 1)
+        n = len(f)
+        check = core.mac_check
+        print("AUTH mac_check_native %.3f" % (_time(lambda i: check(ks, f, n, 0), range(reps))
+                                              - _time(lambda i: None, range(reps))))
     buf = bytearray(m.MAX_FRAME)
 
     def sign(f):

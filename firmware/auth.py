@@ -18,6 +18,7 @@ except ImportError:  # CPython
 from bus_protocol import messages as m
 from bus_protocol import states
 from bus_protocol.mac import Hmac
+from firmware import linkstate
 
 # rejection reasons, the order of STATUS.auth_rejected (SPEC.md §4)
 R_MAC = 0      # the MAC does not check (forged, or a key other than the arm's)
@@ -39,8 +40,9 @@ _CONFIG = const(0x08)
 
 def _streams():
     # per protected type (GOAL, COMMAND, CONFIG), unicast and broadcast: the last FV
-    # accepted (high, low)
-    return array("i", [0] * 6), [-1] * 6
+    # accepted, its high 32 bits and its low 32 bits in two halves of 16 (a board's small
+    # int has 31 bits: a 32-bit value would be a long integer, allocated); -1: none
+    return array("i", [0] * 6), array("i", [-1] * 6), array("i", [-1] * 6)
 
 
 class BlockFile:
@@ -75,6 +77,15 @@ class MemBlock:
         self.block = block
 
 
+def native():
+    """linkcore where it carries the MAC (firmware/native/linkcore_mac.h: the key's padded
+    states made once, two SHA-256 compressions a GOAL, nothing allocated), else None: the
+    MAC in Python (bus_protocol/mac.py, the reference). linkstate.linkcore None (a test's
+    pure-Python run) means None here too."""
+    core = linkstate.linkcore
+    return core if core is not None and hasattr(core, "mac_check") else None
+
+
 class Guard:
     """Stands in front of agent.receive (guard() installs it). `key`: the arm's key
     (bytes); `floor`: the lowest block accepted (the host's at provisioning); `store`:
@@ -84,7 +95,16 @@ class Guard:
         self.agent = agent
         self._take = agent.receive
         self._goal = goal   # False: GOAL travels plain ([bus] auth = "commands")
+        self.goal = goal    # (what a ring node reads: firmware/node.py _goal_wave)
         self._hm = Hmac(key)
+        core = native()
+        self._ks = None     # linkcore: the key's padded states, its check and trailer cut
+        self._check = self._strip = None
+        if core is not None:
+            self._ks = bytearray(64)   # linkcore_mac.h MAC_STATES
+            core.mac_key(key, self._ks)
+            self._check = core.mac_check
+            self._strip = core.strip
         self.link = agent.link
         self.rejected = [0] * len(REASONS)   # by reason (STATUS carries them mod 2^16)
         self.accepted = 0
@@ -97,10 +117,11 @@ class Guard:
         self._saved = seen
         first = block << m.COUNTER_BITS      # the lowest FV accepted, minus one:
         hi, lo = first >> 32, (first & 0xFFFFFFFF) - 1
-        self._hi, self._lo = _streams()
-        for s in range(len(self._lo)):
+        self._hi, self._lo_h, self._lo_l = _streams()
+        for s in range(len(self._hi)):
             self._hi[s] = hi
-            self._lo[s] = lo
+            self._lo_h[s] = lo >> 16
+            self._lo_l[s] = lo & 0xFFFF
         self._buf = bytearray(m.MAX_FRAME)
 
     @micropython.native   # (LinkAgent.receive says why: ~2x fewer instructions on a Cortex-M4F)
@@ -133,33 +154,47 @@ class Guard:
         if dst == _BROADCAST:
             s += 1
         i = end - _TRAILER   # fv_low (SPEC.md §9), then the MAC
-        low = frame[i] | frame[i + 1] << 8 | frame[i + 2] << 16 | frame[i + 3] << 24
+        low_h = frame[i + 2] | frame[i + 3] << 8
+        low_l = frame[i] | frame[i + 1] << 8
         last_hi = self._hi[s]
-        hi = last_hi if low > self._lo[s] else last_hi + 1   # messages.fv_rebuild
-        hm = self._hm
-        if not m.mac_ok(frame, n, hm, hi):
+        h = self._lo_h[s]   # messages.fv_rebuild: fv_low > the last one's?
+        hi = last_hi if low_h > h or (low_h == h and low_l > self._lo_l[s]) else last_hi + 1
+        check = self._check   # (written out: a method call is ~900 instructions on a Cortex-M4F)
+        if not (check(self._ks, frame, n, hi) if check is not None else m.mac_ok(frame, n, self._hm, hi)):
             # an old freshness value under the right key: a replay (bounded: two more MACs)
             replay = False
             for h in (last_hi, last_hi - 1):
-                if h != hi and h >= 0 and m.mac_ok(frame, n, hm, h):
+                if h != hi and h >= 0 and self._mac_ok(frame, n, h):
                     replay = True
                     break
             self.rejected[R_REPLAY if replay else R_MAC] += 1
             return None
-        block = (hi << (32 - _COUNTER_BITS)) | (low >> _COUNTER_BITS)
+        block = (hi << (32 - _COUNTER_BITS)) | (low_h >> (_COUNTER_BITS - 16))
         if self._store is not None and block > self._saved:
             self._store.save(block)   # before the frame is acted on: a restart comes back above it
             self._saved = block
         self._hi[s] = hi
-        self._lo[s] = low
+        self._lo_h[s] = low_h
+        self._lo_l[s] = low_l
         self.accepted += 1
+        strip = self._strip
+        if strip is not None:
+            return self._take(self._buf, strip(frame, n, self._buf))
         return self._take(self._buf, m.strip_into(self._buf, frame, n))
+
+    def _mac_ok(self, frame, n, hi):
+        """The MAC of the protected frame[:n] checks with FV high bits hi."""
+        check = self._check
+        if check is not None:
+            return check(self._ks, frame, n, hi)
+        return m.mac_ok(frame, n, self._hm, hi)
 
     def rewind(self):
         """Every stream as if nothing had been accepted (benchmarks/mp_node_cycle.py
         replays its inputs; never on a node)."""
-        for s in range(len(self._lo)):
-            self._lo[s] = -1
+        for s in range(len(self._hi)):
+            self._lo_h[s] = -1
+            self._lo_l[s] = -1
             self._hi[s] = 0
 
     def counts(self):

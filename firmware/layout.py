@@ -183,7 +183,8 @@ FRAMES = [
 # the wire format's numbers the hot path uses (bus_protocol/messages.py, states.py: defined
 # there; here only so that they reach the const blocks and C); C names them with a prefix
 WIRE = [(name, getattr(m, name), "messages." + name) for name in (
-    "SYNC", "JOINT_STATE", "KINEMATIC", "GOAL", "ASSERT", "TORQUE", "BROADCAST", "KIND_GRAVITY")] + [
+    "SYNC", "JOINT_STATE", "KINEMATIC", "GOAL", "ASSERT", "TORQUE", "BROADCAST", "KIND_GRAVITY",
+    "MAC_BYTES", "AUTH_TRAILER")] + [
     (name, getattr(states, name), "states." + name) for name in ("RUN", "BRAKED", "F_SENSOR")]
 C_PREFIX = {"SYNC": "T_", "JOINT_STATE": "T_", "KINEMATIC": "T_", "GOAL": "T_", "ASSERT": "T_",
             "TORQUE": "T_", "RUN": "STATE_", "BRAKED": "STATE_", "F_SENSOR": ""}

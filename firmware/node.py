@@ -47,6 +47,10 @@ _BLK_BATCH = const(595)
 _BLK_MINE_N = const(596)
 _BLK_POOL = const(604)
 _BLK = const(1116)
+_HEADER = const(6)
+_GOAL = const(4)
+_ASSERT = const(5)
+_BROADCAST = const(255)
 # ---- end of layout ----
 
 
@@ -82,10 +86,43 @@ def _deliver(self):
     if blk[_BLK_QUEUED] or blk[_BLK_QUEUED + 1]:
         _flush(self)
     blk[_BLK_BATCH] = 1   # (send reads it in the block it already holds)
+    ring = self.ring
     for f in range(blk[_BLK_NMINE]):
-        self.agent.receive(self._pool[f], blk[_BLK_MINE_N + f])
+        frame = self._pool[f]
+        if ring and frame[2] == _BROADCAST and (frame[0] == _GOAL or frame[0] == _ASSERT):
+            _goal_wave(self, frame, blk[_BLK_MINE_N + f])
+        else:
+            self.agent.receive(frame, blk[_BLK_MINE_N + f])
     blk[_BLK_NMINE] = 0
     blk[_BLK_BATCH] = 0
+
+
+@micropython.native   # (LinkAgent.receive says why)
+def _goal_wave(self, frame, n):
+    """A ring's goal batch frame (broadcast ASSERT, GOAL: ChainNode) to the agent: left
+    alone if this tick's GOAL has been had (the other wave's copy, come in the same round
+    as the first), and a GOAL's tick held as had only once it has passed the node's check
+    (firmware/auth.py): a forged GOAL for the coming tick, sent ahead of the host's, holds
+    nothing, so the genuine one still passes (docs/security.md)."""
+    blk = self._blk
+    tick = frame[_HEADER]   # the tick's low byte
+    if blk[_BLK_RING_HELD] and blk[_BLK_RING_TICK] == tick:
+        return
+    agent = self.agent
+    if frame[0] == _ASSERT:
+        agent.receive(frame, n)
+        return
+    g = agent.auth
+    if g is None or not g.goal:   # GOAL unprotected: nothing to check
+        blk[_BLK_RING_TICK] = tick
+        blk[_BLK_RING_HELD] = 1
+        agent.receive(frame, n)
+        return
+    ok = g.accepted
+    agent.receive(frame, n)
+    if g.accepted != ok:
+        blk[_BLK_RING_TICK] = tick
+        blk[_BLK_RING_HELD] = 1
 
 
 class ChainNode:
@@ -359,10 +396,7 @@ class ChainNode:
         blk = self._blk   # the tick held where forward.cut holds it
         if blk[_BLK_RING_HELD] and blk[_BLK_RING_TICK] == tick:
             return False          # the other wave got here first
-        if mt == m.GOAL:
-            blk[_BLK_RING_TICK] = tick & 0xFF
-            blk[_BLK_RING_HELD] = 1
-        return True
+        return True   # (a GOAL's tick is held once it has passed the node's check: _goal_wave)
 
     @micropython.native   # (LinkAgent.receive says why)
     def poll(self, cut=_cut):
@@ -379,6 +413,10 @@ class ChainNode:
             k = cut(rx, blk, n)
             if k < 0:
                 k = self._pump(k, n, 0)
+            if blk[_BLK_RING] and blk[_BLK_NMINE]:
+                # a ring: the goal wave from up checked (a GOAL's tick held only once it
+                # has passed: _goal_wave) before the other wave's copies are read from down
+                _deliver(self)
         if down is not None:
             n = down.readinto(rx)
             if n:

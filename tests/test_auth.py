@@ -7,6 +7,8 @@ import json
 import os
 import re
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,36 @@ KEY = bytes(range(32))
 RFC4231 = {"1": "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
            "2": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
            "6": "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"}
+# and §4.4-4.6, §4.8: cases 3, 4, 5 (published truncated to 128 bits) and 7
+RFC4231_MORE = {"3": "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe",
+                "4": "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b",
+                "5": "a3b6167473100ee06e0c796c2955552b",
+                "7": "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"}
+
+
+def assert_native_mac(out):
+    """tests/mp/mp_mac_native.py's output (CPython, the unix port, a board): linkcore's
+    HMAC-SHA256 makes RFC 4231's seven digests, equals bus_protocol/mac.py on all 200
+    random cases, and a node's check on it takes and refuses what the pure one does: of
+    its 60 genuine frames all, 12 flipped + 9 under another key as mac, its 15 replays,
+    its 6 without a trailer."""
+    lines = [ln for ln in out.splitlines() if ln.startswith("native")]
+    assert lines[0] == "native True", "linkcore without the MAC"
+    want = dict(RFC4231, **RFC4231_MORE)
+    got = {ln.split()[2]: ln.split()[3] for ln in lines if ln.startswith("native rfc4231 ")}
+    assert sorted(got) == sorted(want) and all(got[c].startswith(want[c]) for c in want), got
+    assert "native random 200 of 200" in lines
+    assert "native guard True True 60 (21, 15, 6) True" in lines
+
+
+def test_native_mac_is_the_reference_under_cpython():
+    """linkcore for CPython (linkcore_cpython.c, make setup) carries the MAC a node checks
+    with: the same as bus_protocol/mac.py (hashlib), RFC 4231 and random cases."""
+    pytest.importorskip("linkcore", reason="linkcore for CPython not built (make setup)")
+    r = subprocess.run([sys.executable, str(ROOT / "tests" / "mp" / "mp_mac_native.py")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert_native_mac(r.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +292,14 @@ def test_rejection_counts_wrap_as_status_carries_them():
         a.receive(plain)
     assert g.counts() == (0, 0, 1)
     a.send_status()   # the STATUS frame takes them
+
+
+def test_a_forged_goal_for_the_coming_tick_ahead_of_the_hosts_holds_nothing_on_a_ring():
+    """UART ring (firmware/node.py _goal_wave): a forged GOAL for tick 6, plain and under
+    another key, in the same write just ahead of the host's: every link still acts on the
+    host's GOAL of tick 6, and refuses and counts both forgeries (tests/mp/mp_ring_forged_goal.py,
+    under CPython and the unix port)."""
+    lines = same_under_both("mp_ring_forged_goal.py")
+    assert sorted(x for x in lines if x.startswith("T ")) == sorted(
+        "T %d %d 1" % (link, tick) for tick in (5, 6) for link in (1, 2, 3))
+    assert sorted(x for x in lines if x.startswith("A ")) == ["A %d 1 0 1" % link for link in (1, 2, 3)]

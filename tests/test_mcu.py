@@ -16,6 +16,7 @@ from host.tools import mcu
 from tests.mp import mp_agent_cycle as cyc
 from tests.mp import mp_framing_cases, mp_node_stream
 from tests.conftest import REPO, assert_wire_chain, needs, pure_python, run_micropython
+from tests.test_auth import assert_native_mac
 
 pytestmark = [pytest.mark.slow, needs("qemu")]
 
@@ -181,3 +182,12 @@ def test_mac_vectors_and_node_check_on_emulated_mcu_match_cpython(firmware, name
              ("rfc4231", "vector", "node", "store", "nokey", "unauthenticated")]
     want = _stdout(lambda: runpy.run_path(str(REPO / "tests" / "mp" / "mp_auth.py"), run_name="mp_auth"))
     assert lines == want.splitlines()
+
+
+@pytest.mark.parametrize("name", sorted(mcu.BUILDS))
+def test_native_mac_on_emulated_mcu_is_the_reference(firmware, name):
+    """linkcore's MAC (linkcore_mac.h, the module loaded from a RAM filesystem) on the
+    board: RFC 4231, random cases, a node's check equal to bus_protocol/mac.py's there
+    (tests/mp/mp_mac_native.py)."""
+    assert_native_mac(mcu.run(name, firmware[name], "import mp_node_cycle, mcu_mpy_files\n"
+                              "mp_node_cycle.with_native(mcu_mpy_files.NATIVE)\nimport mp_mac_native", timeout=300))

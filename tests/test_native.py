@@ -16,6 +16,7 @@ import pytest
 
 from host.tools import mcu
 from tests.conftest import PURE_PYTHON_ENV, REPO, assert_wire_chain, needs, run_micropython
+from tests.test_auth import assert_native_mac
 
 pytestmark = [pytest.mark.slow, needs("native-x64", "micropython")]
 
@@ -84,6 +85,12 @@ def test_firmware_scripts_with_linkcore_print_what_cpython_prints(linkcore_dir, 
     got = _with_linkcore(linkcore_dir, script)
     want = _cpython(script)
     assert len(want) >= 1 and got == want
+
+
+def test_native_mac_on_the_unix_port_is_the_reference(linkcore_dir):
+    """linkcore's MAC (linkcore_mac.h) on the unix port: RFC 4231, random cases, a node's
+    check equal to bus_protocol/mac.py's (tests/mp/mp_mac_native.py)."""
+    assert_native_mac("\n".join(_with_linkcore(linkcore_dir, "mp_mac_native.py")))
 
 
 def test_agent_on_linkcore_imports_no_python_cycle(linkcore_dir):

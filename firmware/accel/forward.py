@@ -127,8 +127,9 @@ def cut(data, blk, span):
     carried over. Empty runs are skipped; a frame for the node that does not decode is
     counted in blk[BLK_BAD]. With blk[BLK_RING] set, a broadcast GOAL or
     ASSERT (a ring's goal waves, firmware/node.py _ring_admits) of the tick whose GOAL has
-    passed is skipped (handled: neither passed on nor taken), and a GOAL handled holds its
-    tick; one shorter than 8 COBS bytes stops it. Returns the number k of frames handled when the whole
+    passed is skipped (handled: neither passed on nor taken); one shorter than 8 COBS bytes
+    stops it. A GOAL's tick is held by the node once the GOAL has passed its check
+    (node.py _goal_wave), never here. Returns the number k of frames handled when the whole
     read is done, else -1 - (i | j << 12): the index it stopped at and that run's
     delimiter (0xFFF: none in the read), k in blk[BLK_K:BLK_K + 2]. Allocates nothing."""
     n = span & 0xFFF
@@ -144,7 +145,6 @@ def cut(data, blk, span):
         if j < 0 or j - i > MAX_WIRE or j - i < 4:
             break
         dst = cobs_peek(data, i, j, 2)
-        goal = -1
         if dst == 255 and blk[BLK_RING]:   # a ring's goal waves
             mt = cobs_peek(data, i, j, 0)
             if mt == 4 or mt == 5:   # GOAL, ASSERT (messages.py)
@@ -155,8 +155,6 @@ def cut(data, blk, span):
                     k += 1   # the other wave got here first
                     i = j + 1
                     continue
-                if mt == 4:
-                    goal = tick
         v = blk[BLK_TAB + dst]
         side = v >> 2 * down & 3
         mine = v >> 6 + down & 1
@@ -173,9 +171,6 @@ def cut(data, blk, span):
             blk[q] = put(blk, base + blk[q], data, i | j << 16) - base
             passed += 1
         if mine:
-            if goal >= 0:
-                blk[BLK_RING_TICK] = goal
-                blk[BLK_RING_HELD] = 1
             r = cobs_decode_span(data, i | j << 16, blk, POOL_FRAME | (BLK_POOL + f * POOL_FRAME) << 16)
             if r < 0:
                 blk[BLK_BAD] = (blk[BLK_BAD] + 1) & 0xFF

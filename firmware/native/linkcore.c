@@ -24,6 +24,7 @@ typedef mp_float_t real;
 
 #include "linkcore_core.h"
 #include "linkcore_forward.h"
+#include "linkcore_mac.h"
 
 // x ** 0.5 as the Python does it. MicroPython's float power is powf on the boards,
 // whose y == 0.5 case is sqrtf (lib/libm/math.c), exact on any IEEE machine; in double
@@ -269,6 +270,66 @@ static mp_obj_t torque_frame(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(torque_obj, 7, torque_frame);
 
+// ---- the MAC of protected frames (linkcore_mac.h) ----
+
+static const uint8_t *read_buffer(mp_obj_t obj, size_t need) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_READ);
+    if (b.len < need) {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: buffer too short"));
+    }
+    return (const uint8_t *)b.buf;
+}
+
+// n of obj's bytes (None: all of them)
+static size_t count(mp_obj_t obj, mp_obj_t n) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(obj, &b, MP_BUFFER_READ);
+    return n == mp_const_none ? b.len : (size_t)mp_obj_get_int(n);
+}
+
+// mac_key(key, ks): the key's padded states into ks (MAC_STATES bytes), once per key
+static mp_obj_t mac_key(mp_obj_t key, mp_obj_t ks) {
+    mp_buffer_info_t b;
+    mp_get_buffer_raise(key, &b, MP_BUFFER_READ);
+    mac_key_states(frame_buffer(ks, MAC_STATES), b.buf, b.len);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(mac_key_obj, mac_key);
+
+// mac(ks, data, n, fv_hi, out): HMAC-SHA256 of data[:n] (n None: all) ‖ fv_hi as u32 LE
+// (None: nothing) into out (32 bytes)
+static mp_obj_t mac(size_t n_args, const mp_obj_t *args) {
+    size_t n = count(args[1], args[2]);
+    uint8_t hi[4];
+    if (args[3] != mp_const_none) {
+        put_u32(hi, mp_obj_get_int_truncated(args[3]));
+    }
+    mac_sum(read_buffer(args[0], MAC_STATES), read_buffer(args[1], n), n, hi, args[3] == mp_const_none ? 0 : 4,
+        frame_buffer(args[4], 32));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(mac_obj, 5, mac);
+
+// mac_check(ks, frame, n, fv_hi) -> the protected frame[:n]'s MAC checks with fv_hi
+static mp_obj_t mac_ok(size_t n_args, const mp_obj_t *args) {
+    size_t n = count(args[1], args[2]);
+    return mp_obj_new_bool(mac_check(read_buffer(args[0], MAC_STATES), read_buffer(args[1], n), n,
+        mp_obj_get_int_truncated(args[3])));
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(mac_check_obj, 4, mac_ok);
+
+// strip(frame, n, out) -> the plain frame of the protected frame[:n] in out, its length
+static mp_obj_t strip(mp_obj_t frame, mp_obj_t n_obj, mp_obj_t out) {
+    size_t n = count(frame, n_obj);
+    if (n < HEADER + AUTH_TRAILER + 2) {
+        mp_raise_ValueError(MP_ERROR_TEXT("linkcore: no trailer"));
+    }
+    const uint8_t *f = read_buffer(frame, n);
+    return MP_OBJ_NEW_SMALL_INT(mac_strip(f, n, frame_buffer(out, n - AUTH_TRAILER)));
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(strip_obj, strip);
+
 // cut(data, blk, span) -> the node's forwarder (linkcore_forward.h fw_cut: forward.cut)
 static mp_obj_t cut(mp_obj_t data, mp_obj_t blk, mp_obj_t span_obj) {
     mp_buffer_info_t b;
@@ -285,7 +346,8 @@ static MP_DEFINE_CONST_FUN_OBJ_3(cut_obj, cut);
 // width (checked by firmware/linkstate.py)
 #define LINKCORE_FUNCTIONS(F) F(MP_QSTR_rx, rx_obj) F(MP_QSTR_a_i, a_i_obj) F(MP_QSTR_sample, sample_obj) \
     F(MP_QSTR_kinematic, kinematic_obj) F(MP_QSTR_torque, torque_obj) F(MP_QSTR_bridge, bridge_obj) \
-    F(MP_QSTR_cut, cut_obj)
+    F(MP_QSTR_cut, cut_obj) F(MP_QSTR_mac_key, mac_key_obj) \
+    F(MP_QSTR_mac, mac_obj) F(MP_QSTR_mac_check, mac_check_obj) F(MP_QSTR_strip, strip_obj)
 
 #ifdef MICROPY_ENABLE_DYNRUNTIME
 #define STORE(qst, obj) mp_store_global(qst, MP_OBJ_FROM_PTR(&obj));

@@ -16,6 +16,7 @@ typedef double real;
 
 #include "linkcore_core.h"
 #include "linkcore_forward.h"
+#include "linkcore_mac.h"
 
 // x ** 0.5 as CPython computes it (float_pow: the C library's pow for a finite x >= 0,
 // which is not always the correctly rounded sqrt)
@@ -269,6 +270,130 @@ static PyObject *torque_frame(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(finite);
 }
 
+// ---- the MAC of protected frames (linkcore_mac.h; linkcore.c's mac_key, mac, mac_check, strip) ----
+
+// obj's buffer (writable if `rw`) in *view, at least `need` bytes; n: its first *n bytes
+// (None: all), checked against its length; NULL with an error set
+static uint8_t *bytes_of(PyObject *obj, Py_buffer *view, int rw, PyObject *n_obj, Py_ssize_t *n, Py_ssize_t need) {
+    if (PyObject_GetBuffer(obj, view, rw ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Py_ssize_t k = view->len;
+    if (n_obj != NULL && n_obj != Py_None) {
+        k = PyLong_AsSsize_t(n_obj);
+        if (k == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(view);
+            return NULL;
+        }
+    }
+    if (k < 0 || k > view->len || view->len < need) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "linkcore: buffer too short");
+        return NULL;
+    }
+    if (n != NULL) {
+        *n = k;
+    }
+    return view->buf;
+}
+
+// mac_key(key, ks): the key's padded states into ks (MAC_STATES bytes)
+static PyObject *mac_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer kb, sb;
+    Py_ssize_t len;
+    if (!args_ok(nargs, 2, "mac_key") || bytes_of(args[0], &kb, 0, NULL, &len, 0) == NULL) {
+        return NULL;
+    }
+    uint8_t *ks = bytes_of(args[1], &sb, 1, NULL, NULL, MAC_STATES);
+    if (ks != NULL) {
+        mac_key_states(ks, kb.buf, len);
+        PyBuffer_Release(&sb);
+    }
+    PyBuffer_Release(&kb);
+    return ks == NULL ? NULL : Py_NewRef(Py_None);
+}
+
+// the FV's high 32 bits from a Python int (truncated), or -1 with an error set
+static int fv_high(PyObject *obj, uint8_t *hi) {
+    unsigned long v = PyLong_AsUnsignedLongMask(obj);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    put_u32(hi, (uint32_t)v);
+    return 0;
+}
+
+// mac(ks, data, n, fv_hi, out): HMAC-SHA256 of data[:n] ‖ fv_hi as u32 LE (None: nothing) into out
+static PyObject *mac(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    uint8_t hi[4];
+    if (!args_ok(nargs, 5, "mac") || (args[3] != Py_None && fv_high(args[3], hi) < 0)) {
+        return NULL;
+    }
+    Py_buffer kb, db, ob;
+    Py_ssize_t n;
+    uint8_t *ks = bytes_of(args[0], &kb, 0, NULL, NULL, MAC_STATES);
+    uint8_t *d = ks == NULL ? NULL : bytes_of(args[1], &db, 0, args[2], &n, 0);
+    uint8_t *out = d == NULL ? NULL : bytes_of(args[4], &ob, 1, NULL, NULL, 32);
+    if (out != NULL) {
+        mac_sum(ks, d, n, hi, args[3] == Py_None ? 0 : 4, out);
+        PyBuffer_Release(&ob);
+    }
+    if (d != NULL) {
+        PyBuffer_Release(&db);
+    }
+    if (ks != NULL) {
+        PyBuffer_Release(&kb);
+    }
+    return out == NULL ? NULL : Py_NewRef(Py_None);
+}
+
+// mac_check(ks, frame, n, fv_hi) -> the protected frame[:n]'s MAC checks with fv_hi
+static PyObject *mac_check_fun(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    uint8_t hi[4];
+    if (!args_ok(nargs, 4, "mac_check") || fv_high(args[3], hi) < 0) {
+        return NULL;
+    }
+    Py_buffer kb, fb;
+    Py_ssize_t n;
+    uint8_t *ks = bytes_of(args[0], &kb, 0, NULL, NULL, MAC_STATES);
+    uint8_t *f = ks == NULL ? NULL : bytes_of(args[1], &fb, 0, args[2], &n, 0);
+    if (f == NULL) {
+        if (ks != NULL) {
+            PyBuffer_Release(&kb);
+        }
+        return NULL;
+    }
+    bool ok = mac_check(ks, f, n, get_u32(hi));
+    release2(&kb, &fb);
+    return PyBool_FromLong(ok);
+}
+
+// strip(frame, n, out) -> the plain frame of the protected frame[:n] in out, its length
+static PyObject *strip(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!args_ok(nargs, 3, "strip")) {
+        return NULL;
+    }
+    Py_buffer fb, ob;
+    Py_ssize_t n;
+    uint8_t *f = bytes_of(args[0], &fb, 0, args[1], &n, HEADER + AUTH_TRAILER + 2);
+    if (f == NULL) {
+        return NULL;
+    }
+    if (n < HEADER + AUTH_TRAILER + 2) {
+        PyBuffer_Release(&fb);
+        PyErr_SetString(PyExc_ValueError, "linkcore: no trailer");
+        return NULL;
+    }
+    uint8_t *out = bytes_of(args[2], &ob, 1, NULL, NULL, n - AUTH_TRAILER);
+    if (out == NULL) {
+        PyBuffer_Release(&fb);
+        return NULL;
+    }
+    size_t k = mac_strip(f, n, out);
+    release2(&fb, &ob);
+    return PyLong_FromSize_t(k);
+}
+
 // cut(data, blk, span) -> the node's forwarder (linkcore_forward.h fw_cut: forward.cut)
 static PyObject *cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!args_ok(nargs, 3, "cut")) {
@@ -305,6 +430,10 @@ static PyMethodDef methods[] = {
     {"kinematic", (PyCFunction)(void (*)(void))kinematic, METH_FASTCALL, "K_i and its frame"},
     {"torque", (PyCFunction)(void (*)(void))torque_frame, METH_FASTCALL, "the torque and its frame"},
     {"cut", (PyCFunction)(void (*)(void))cut, METH_FASTCALL, "the node's cut-through forwarder"},
+    {"mac_key", (PyCFunction)(void (*)(void))mac_key, METH_FASTCALL, "a key's padded HMAC states"},
+    {"mac", (PyCFunction)(void (*)(void))mac, METH_FASTCALL, "HMAC-SHA256 of data and the FV's high bits"},
+    {"mac_check", (PyCFunction)(void (*)(void))mac_check_fun, METH_FASTCALL, "a protected frame's MAC checks"},
+    {"strip", (PyCFunction)(void (*)(void))strip, METH_FASTCALL, "a protected frame's plain frame"},
     {NULL, NULL, 0, NULL},
 };
 

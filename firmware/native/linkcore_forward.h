@@ -78,23 +78,20 @@ static int fw_decode(const uint8_t *d, int i, int j, uint8_t *out, int cap) {
     return o;
 }
 
-// a ring's goal waves (firmware/node.py _ring_admits) for a broadcast d[i:j]: -1 where
-// it is handled as on a chain, a GOAL's tick (low byte) to hold once it is taken,
-// FW_SKIP for the other wave's copy of a tick whose GOAL has passed, FW_STOP where the
-// frame is too short to tell
+// a ring's goal waves (firmware/node.py _ring_admits) for a broadcast d[i:j]: 0 where
+// it is handled as on a chain, FW_SKIP for the other wave's copy of a tick whose GOAL
+// has passed (the node holds a tick once its GOAL passed the check, node.py _goal_wave;
+// never here), FW_STOP where the frame is too short to tell
 static int fw_wave(const uint8_t *d, int i, int j, const uint8_t *blk) {
     int mt = fw_peek(d, i, j, 0);
     if (mt != T_GOAL && mt != T_ASSERT) {
-        return -1;
+        return 0;
     }
     if (j - i < HEADER + 2) {
         return FW_STOP;
     }
     int tick = fw_peek(d, i, j, HEADER);
-    if (blk[BLK_RING_HELD] && blk[BLK_RING_TICK] == tick) {
-        return FW_SKIP;
-    }
-    return mt == T_GOAL ? tick : -1;
+    return blk[BLK_RING_HELD] && blk[BLK_RING_TICK] == tick ? FW_SKIP : 0;
 }
 
 // d[i:j] and its delimiter onto the transmit buffer of port `side` (1 up, 2 down)
@@ -114,13 +111,12 @@ static void fw_pass(const uint8_t *d, int i, int j, uint8_t *blk, int side) {
 // goal too short to tell), else 1 (handled), *passed counting the frames passed on
 static int fw_frame(const uint8_t *d, int i, int j, uint8_t *blk, int down, int *passed) {
     int dst = fw_peek(d, i, j, 2);
-    int goal = -1;
     if (dst == BROADCAST && blk[BLK_RING]) {
-        goal = fw_wave(d, i, j, blk);
-        if (goal == FW_STOP) {
+        int wave = fw_wave(d, i, j, blk);
+        if (wave == FW_STOP) {
             return 0;
         }
-        if (goal == FW_SKIP) {
+        if (wave == FW_SKIP) {
             return 1;
         }
     }
@@ -136,10 +132,6 @@ static int fw_frame(const uint8_t *d, int i, int j, uint8_t *blk, int down, int 
         (*passed)++;
     }
     if (mine) {
-        if (goal >= 0) {
-            blk[BLK_RING_TICK] = goal;
-            blk[BLK_RING_HELD] = 1;
-        }
         int r = fw_decode(d, i, j, blk + BLK_POOL + f * POOL_FRAME, POOL_FRAME);
         if (r < 0) {
             blk[BLK_BAD]++;

@@ -145,6 +145,8 @@
 #define T_TORQUE 6        // messages.TORQUE
 #define BROADCAST 255     // messages.BROADCAST
 #define KIND_GRAVITY 2    // messages.KIND_GRAVITY
+#define MAC_BYTES 4       // messages.MAC_BYTES
+#define AUTH_TRAILER 8    // messages.AUTH_TRAILER
 #define STATE_RUN 1       // states.RUN
 #define STATE_BRAKED 2    // states.BRAKED
 #define F_SENSOR 64       // states.F_SENSOR

@@ -9,6 +9,7 @@ if "__file__" in globals():   # run as a file: the repository on sys.path
 
 from bus_protocol import framing                # noqa: E402
 from bus_protocol import messages as m          # noqa: E402
+from firmware import auth                       # noqa: E402
 from firmware.agent import LinkAgent            # noqa: E402
 from firmware.hal.mem import mem_wire, settle     # noqa: E402
 from firmware.hal.sim import SimHAL             # noqa: E402
@@ -17,16 +18,34 @@ from firmware.node import ChainNode             # noqa: E402
 N = 3
 
 
-def run():
+def ring(auth_cfg=None):
+    """The ring: (the host's end of wire 0, the nodes, the return wire from the tip). With
+    `auth_cfg` every link checks host commands with it (firmware/auth.py guard)."""
     host, up = mem_wire()
     nodes = []
     for i in range(N):
         cfg = {"link": i + 1, "n_links": N, "dh": {"type": "revolute", "a": 0.5},
                "behaviours": {"proxy": {"weight": 1.0}}}
+        agent = LinkAgent(cfg, SimHAL())
+        if auth_cfg is not None:
+            auth.guard(agent, {"auth": auth_cfg})
         nxt, down = mem_wire()
-        nodes.append(ChainNode(LinkAgent(cfg, SimHAL()), up, down, bufsize=2048, ring=True))
+        nodes.append(ChainNode(agent, up, down, bufsize=2048, ring=True))
         up = nxt
-    ret = nxt   # the tip's down: the return wire to the host
+    return host, nodes, nxt
+
+
+def print_torques(ret):
+    """Every TORQUE that came back on the return wire: "T <link> <tick> <state>"."""
+    dec = m.Decoder()
+    for f in framing.Deframer().feed(ret.rx):
+        msg = dec.decode(f)
+        if msg and msg[0] == m.TORQUE:
+            print("T", msg[1], msg[4][0], msg[4][2])
+
+
+def run():
+    host, nodes, ret = ring()
 
     def send(frames):
         for f in frames:
@@ -42,11 +61,8 @@ def run():
                        m.encode(m.KINEMATIC, m.HOST, 1, 8, (tick, 1.0) + (0.0,) * 12)]
         send(frames)
         send([m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (tick,) + goal)])
-    dec = m.Decoder()
-    for f in framing.Deframer().feed(ret.rx):
-        msg = dec.decode(f)
-        if msg and msg[0] == m.TORQUE:
-            print("T", msg[1], msg[4][0], msg[4][2])
+    print_torques(ret)
 
 
-run()
+if __name__ == "__main__":
+    run()
