@@ -41,6 +41,7 @@ PACKAGES_FROZEN = ("firmware", "bus_protocol")
 # scripts frozen beside them: the cycle benchmark and the frame oracles of tests/test_mcu.py
 SCRIPTS = (("benchmarks", "mp_node_cycle.py"), ("benchmarks", "mp_hop_split.py"),
            ("benchmarks", "mp_fault_cost.py"), ("benchmarks", "mp_auth_cost.py"), ("tests/mp", "mp_auth.py"),
+           ("tests/mp", "mp_mac_native.py"),
            ("tests/mp", "mp_agent_cycle.py"), ("tests/mp", "mp_node_stream.py"),
            ("tests/mp", "mp_framing_cases.py"), ("tests/mp", "mp_native_cases.py"), ("tests/mp", "mp_wire_chain.py"))
 
