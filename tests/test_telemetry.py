@@ -62,6 +62,13 @@ def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_
     # the periodic topics at their documented rates: /scene 20 Hz, /bus 10 Hz from t = 0
     assert len(topics["/scene"]) == round(d["t"][-1] * 20) + 1
     assert len(topics["/bus"]) == round(d["t"][-1] * 10) + 1
+    # /bus: the host's counters as they stood at the message's own tick (the host decodes
+    # frames every tick, so they rise from one message to the next)
+    good = np.array([b["host_good_frames"] for b in topics["/bus"]])
+    assert (np.diff(good) > 0).all() and good[0] > 0, good
+    at = np.searchsorted(d["t"], [b["t"] for b in topics["/bus"]])
+    for j, key in enumerate(("host_good_frames", "host_bad_frames", "late_assertions")):
+        assert np.array_equal([b[key] for b in topics["/bus"]], d["host_bus"][at, j]), key
     assert s["telemetry"]["mcap_messages"] == sum(len(v) for v in topics.values())
 
 

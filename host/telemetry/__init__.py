@@ -164,7 +164,7 @@ class Telemetry:
                 return json.loads(line)
         return None
 
-    def rows(self, rows, logs=(), events=(), bus=None, t0_ns=None):
+    def rows(self, rows, logs=(), events=(), t0_ns=None):
         """Rows of the record (a dict of arrays) and the host controller's news since the last
         call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
         process reads and removes. t0_ns: the wall time of t = 0, once known (else meta's)."""
@@ -172,7 +172,7 @@ class Telemetry:
         self.n_rows += 1
         with open(path, "wb") as f:
             pickle.dump(rows, f, protocol=5)
-        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {},
+        self._send({"rows": str(path), "logs": list(logs), "events": list(events),
                     "t0_ns": t0_ns, "wall": time.time()})
 
     def wait_for_client(self, timeout):

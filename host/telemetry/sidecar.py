@@ -5,7 +5,7 @@ messages on the Foxglove WebSocket protocol (server.Server). A process of its ow
 that encoding and serving never take the control loop's time or memory.
 
 In, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
-or null}, then {rows: pickle path, logs, events, bus} per hand-over of the record,
+or null}, then {rows: pickle path, logs, events, t0_ns, wall} per hand-over of the record,
 {wait: s} to wait for a live subscriber, {end: true}. Out: {ready: port}, {subscribed: bool},
 {stats: ...}. The end of its input without {end} (the run's process was killed) also
 finishes run.mcap.
