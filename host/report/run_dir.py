@@ -348,10 +348,12 @@ class RunDir:
             summary["reason"] = "interrupted (%s)" % self.signal
             log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
         self._log_agents()
-        if self.telemetry is not None:
-            summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
+        if self.telemetry is not None and self.loop is not None:
+            self.loop.rec.flush()   # the last rows: the telemetry finishes them while timeseries.npz is written
         if arrays:
             save_npz(self.path / "timeseries.npz", arrays, meta)
+        if self.telemetry is not None:
+            summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
         shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
         _write_atomic(self.path / "summary.json", json.dumps(summary, indent=2, sort_keys=False) + "\n")
         for line in log_lines:

@@ -6,7 +6,7 @@ built-in live page (docs: README "Watch a run live").
 hands it the record's rows as the recorder flushes them (a file and one short line on a
 pipe that never blocks); the control loop itself does no encoding for it and never
 waits for it. The process is forked from the run's own (no interpreter start-up and no
-imports: numpy, orjson and mcap are there already) and runs at a low priority."""
+imports: numpy, orjson and foxglove-sdk are there already) and runs at a low priority."""
 import gc
 import json
 import os
@@ -109,6 +109,7 @@ class Telemetry:
         self.lost = None   # why the telemetry process is gone, if it is
         self.port = None
         self.stats = {}
+        self.waited_s = None   # how long the first tick was held for a viewer (wait_for_client)
         self._pending = b""
         from host.telemetry import sidecar
         sidecar.preload(live)
@@ -177,8 +178,10 @@ class Telemetry:
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
+        t0 = time.monotonic()
         self._send({"wait": timeout}, wait=True)
         got = self._read(timeout + START_S)
+        self.waited_s = time.monotonic() - t0
         return bool(got and got.get("subscribed"))
 
     def close(self, hurry=False):
@@ -225,6 +228,8 @@ class Telemetry:
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.proc.cpu_s is not None:
             self.stats["process_cpu_s"] = round(self.proc.cpu_s, 3)
+        if self.waited_s is not None:
+            self.stats["viewer_wait_s"] = round(self.waited_s, 3)
         if self.lost:
             self.stats["error"] = self.lost
         return self.stats
