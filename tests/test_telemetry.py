@@ -252,3 +252,32 @@ def test_live_rate_takes_every_tick_of_a_real_time_run_and_decimates_a_faster_on
             gaps = np.diff(taken["/joints"][10:])   # evenly: no burst of neighbours, no long hole
             assert gaps.min() >= 0.5 * np.median(gaps) and gaps.max() <= 2.0 * np.median(gaps)
         assert len(taken["/events"]) == sent
+
+
+def test_ring_hands_rows_over_and_says_when_it_is_full():
+    """ring.Ring: rows come out as they went in; with its room unread it refuses (the
+    hand-over goes by file), and what was read is room again, from the ring's start."""
+    from host.telemetry.ring import Ring
+    rows = {"t": np.arange(50.0), "q": np.arange(30.0).reshape(10, 3), "state": np.array([[1, -1]] * 10)}
+    size = sum(a.nbytes for a in rows.values())   # 400 + 240 + 160
+    ring = Ring(size + size // 2)
+    first = ring.put(rows)
+    assert first is not None and ring.put(rows) is None
+    got = ring.take(json.loads(json.dumps(first)))   # (it goes through the pipe as JSON)
+    assert got.keys() == rows.keys() and all(np.array_equal(got[k], rows[k]) and got[k].dtype == rows[k].dtype
+                                             for k in rows)
+    again = ring.put({k: v + 1 for k, v in rows.items()})
+    assert again is not None and again["arrays"][0][3] == 0   # it did not fit after the first: from the start
+    assert np.array_equal(ring.take(json.loads(json.dumps(again)))["q"], rows["q"] + 1)
+
+
+def test_rows_by_file_where_the_ring_is_full(tmp_path, monkeypatch):
+    """A ring too small for any hand-over: every one goes by file, and run.mcap still holds
+    one /joints message per tick equal to timeseries.npz."""
+    from host.telemetry import ring
+    monkeypatch.setattr(ring, "SIZE", 1024)
+    s, out = run_scenario(cut("reference.toml", 1.0), tmp_path / "run", quiet=True, make_plots=False)
+    d = np.load(out / "timeseries.npz")
+    _, topics = read_mcap(out / MCAP_NAME)
+    assert s["telemetry"]["handovers_by_file"] == s["telemetry"]["handovers"] > 0
+    assert np.array_equal(np.array([j["q"] for j in topics["/joints"]]), d["q"])

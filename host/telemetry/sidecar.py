@@ -5,7 +5,8 @@ messages on the Foxglove WebSocket protocol (server.Server). A process of its ow
 that encoding and serving never take the control loop's time or memory.
 
 In, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
-or null}, then {rows: pickle path, logs, events, t0_ns, wall} per hand-over of the record,
+or null}, then {ring: where the rows are in the shared ring.Ring, or null and rows: a pickle's
+path; logs, events, t0_ns, wall} per hand-over of the record,
 {wait: s} to wait for a live subscriber, {end: true}. Out: {ready: port}, {subscribed: bool},
 {stats: ...}. The end of its input without {end} (the run's process was killed) also
 finishes run.mcap.
@@ -134,8 +135,9 @@ def preload(live):
         import websockets.http11  # noqa: F401
 
 
-def main(inp, out):
-    """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files)."""
+def main(inp, out, ring):
+    """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files),
+    the hand-overs' rows in `ring` (ring.Ring, shared with the run) or in files."""
     def say(**msg):
         out.write(json.dumps(msg) + "\n")
         out.flush()
@@ -162,11 +164,14 @@ def main(inp, out):
     handovers, encode_s = 0, 0.0
     for line in inp:
         msg = json.loads(line)
-        if "rows" in msg:
+        if "ring" in msg:
             t0 = time.process_time()
-            with open(msg["rows"], "rb") as f:   # written by this run's own process
-                rows = pickle.load(f)
-            os.unlink(msg["rows"])
+            if msg["ring"] is not None:
+                rows = ring.take(msg["ring"])
+            else:   # the ring was full: a file, written by this run's own process
+                with open(msg["rows"], "rb") as f:
+                    rows = pickle.load(f)
+                os.unlink(msg["rows"])
             if msg.get("t0_ns") is not None and sink.metadata is not None:   # the first tick's wall time
                 enc.t0_ns = sink.metadata["t0_ns"] = int(msg["t0_ns"])
                 sink.write_metadata()
