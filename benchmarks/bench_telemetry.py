@@ -198,50 +198,97 @@ def stalled_client(port, stop):
     s.close()
 
 
+class _Watch:
+    """The run's control loop (RunDir.attach) and whether its end has begun (RunDir.finish),
+    for the sampler: memory while the loop runs apart from the end's (metrics, timeseries.npz)."""
+
+    def __init__(self):
+        from host.report import run_dir
+        self.rd, self.loop, self.ending = run_dir.RunDir, None, False
+        self.attach, self.finish = self.rd.attach, self.rd.finish
+
+    def __enter__(self):
+        watch = self
+
+        def attach(rd, loop):
+            watch.loop = loop
+            return watch.attach(rd, loop)
+
+        def finish(rd, *a, **kw):
+            watch.ending = True
+            return watch.finish(rd, *a, **kw)
+        self.rd.attach, self.rd.finish = attach, finish
+        return self
+
+    def __exit__(self, *exc):
+        self.rd.attach, self.rd.finish = self.attach, self.finish
+
+    def ticks(self):
+        return len(self.loop.rec) if self.loop is not None else 0
+
+
+def _growth(samples, key):
+    """kB a tick of `key` over the loop, from its sample at 10 % of the ticks to its last
+    (the start-up's allocations left out)."""
+    if len(samples) < 2:
+        return None
+    last = samples[-1]
+    first = next(x for x in samples if x["ticks"] >= 0.1 * last["ticks"])
+    if last["ticks"] <= first["ticks"]:
+        return None
+    return (last[key] - first[key]) * 1024 / (last["ticks"] - first["ticks"])
+
+
 def memory(seconds=3600.0, every_s=10.0):
     from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
     sc.duration = seconds
     port = free_port()
     stop = threading.Event()
-    samples = []
+    samples, ending = [], []
     me = os.getpid()
 
     def sample():
         while not stop.wait(every_s):
             kids = subprocess.run(["pgrep", "-P", str(me)], capture_output=True, text=True).stdout.split()
-            samples.append((time.monotonic(), rss_mb(me), max([pss_mb(int(k)) or 0 for k in kids] or [0])))
+            x = {"ticks": watch.ticks(), "host_rss_mb": rss_mb(me),
+                 "telemetry_pss_mb": max([pss_mb(int(k)) or 0 for k in kids] or [0])}
+            (ending if watch.ending else samples).append(x)
 
     with open("/proc/self/clear_refs", "w") as f:   # VmHWM from here (proc(5): "5")
         f.write("5")
 
     threading.Thread(target=stalled_client, args=(port, stop), daemon=True).start()
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with _Watch() as watch, tempfile.TemporaryDirectory() as tmp:
+            sampler.start()
             s, wall, _ = _run(sc, Path(tmp) / "long", live=("127.0.0.1", port), live_wait=30.0)
     finally:
         stop.set()
-        sampler.join()
+        if sampler.is_alive():
+            sampler.join()
     tel = s.get("telemetry", {})
-    side = [x[2] for x in samples if x[2]]
-    host = [x[1] for x in samples]
-    rows = s["sim_seconds"] * sc.control_rate_hz
+    side = [x["telemetry_pss_mb"] for x in samples + ending if x["telemetry_pss_mb"]]
+    host = [x["host_rss_mb"] for x in samples]
     print("telemetry memory: %.0f s simulated in-process (%.0f s wall), --live, one client that never reads"
           % (s["sim_seconds"], wall))
     at = [side[min(len(side) - 1, len(side) * k // 4)] for k in range(5)] if side else []
     peak = rss_mb(me, "VmHWM")
-    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
-          % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s) if side else "  no telemetry samples")
-    print("  host process RSS while it ran: first %.0f MB, last %.0f MB (%.3f kB a tick); peak with the "
-          "end (metrics, timeseries.npz) %.0f MB" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1), peak))
+    growth = {k: _growth(samples, k) for k in ("host_rss_mb", "telemetry_pss_mb")}
+    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s); "
+          "over the loop %.4f kB a tick" % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s,
+                                            growth["telemetry_pss_mb"] or 0) if side else "  no telemetry samples")
+    print("  host process RSS while the loop ran: at its first sample %.0f MB, max %.0f MB, at its end %.0f MB "
+          "(%.4f kB a tick from 10 %% of the ticks on); the end of the run (metrics, timeseries.npz read back "
+          "a column at a time) to %.0f MB (peak)" % (host[0], max(host), host[-1], growth["host_rss_mb"] or 0, peak))
     print("  live: published %d, dropped %d; run.mcap messages %d; status %s"
           % (tel.get("live", {}).get("published", 0), tel.get("live", {}).get("dropped", 0),
              tel.get("mcap_messages", 0), s["status"]))
     return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall, "host_peak_rss_mb": peak,
-                                 "telemetry_pss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
-                                 "mcap_messages": tel.get("mcap_messages")}}
+                                 "growth_kb_per_tick": growth, "samples": samples, "samples_at_the_end": ending,
+                                 "live": tel.get("live"), "mcap_messages": tel.get("mcap_messages"),
+                                 "loadavg_after": os.getloadavg()}}
 
 
 if __name__ == "__main__":   # one part alone: `cost [REPEATS]` or `memory [SECONDS]` (make bench runs both)
