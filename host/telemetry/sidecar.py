@@ -29,10 +29,17 @@ from foxglove.mcap import MCAPCompression, MCAPWriteOptions
 
 from host.telemetry.topics import SCHEMAS, Encoder
 
-NICE = 10   # CFS weight 110 against the loop's 1024: a few per cent of a core keeps up with a run
-# messages a wall second per topic to a live viewer, at most: a screen's rate (the bus
-# counters are totals: the latest is what a viewer reads)
-LIVE_HZ = {"/joints": 60.0, "/tool": 60.0, "/goal": 60.0, "/scene": 30.0, "/bus": 10.0}
+# CPU priority by the run's mode: a real-time run's nodes and loop go first (CFS weight 110
+# against their 1024; a few per cent of a core keeps up with such a run); an in-process run
+# has no deadline and a busy machine would starve a low priority until the end of the
+# run, which then waits for all that was put off
+NICE = {"inprocess": 0}
+NICE_REAL_TIME = 10
+# messages a wall second per topic to a live viewer, at most: a plot's or a 3-D view's
+# refresh (the bus counters are totals: the latest is what a viewer reads). Each message
+# costs the server and every client some 30-50 us of CPU (make bench), the run's machine
+# alike where the viewer runs on it.
+LIVE_HZ = {"/joints": 30.0, "/tool": 30.0, "/goal": 30.0, "/scene": 30.0, "/bus": 10.0}
 LIVE_MARGIN = 1.25   # a real-time run's speed wavers by a few per cent: its ticks all go
 REAL_TIME_WHOLE = ("/joints",)   # every message of a run no faster than LIVE_MARGIN x real time
 SPEED_S = 1.0
@@ -143,10 +150,7 @@ def main(inp, out, ring):
         out.flush()
 
     cfg = json.loads(inp.readline())
-    # a low CPU priority: where the machine is busy, the control loop and the nodes run
-    # first and telemetry takes what is left (the rows wait in their files meanwhile), yet
-    # enough that a viewer does not fall far behind and the end of a run finds little left
-    os.nice(NICE)
+    os.nice(NICE.get(cfg["meta"].get("mode"), NICE_REAL_TIME))
     # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
     # run, and this one ends when its input does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
