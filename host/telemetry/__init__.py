@@ -4,9 +4,10 @@ built-in live page (docs: README "Watch a run live").
 
 `Telemetry` is the run's handle on its telemetry process (sidecar.py): host/report/run_dir.RunDir
 hands it the record's rows as the recorder flushes them (a copy into shared memory,
-ring.py, and one short line on a pipe that never blocks); the control loop itself does no encoding for it and never
-waits for it. The process is forked from the run's own (no interpreter start-up and no
-imports: numpy, orjson and foxglove-sdk are there already) and runs at a low priority."""
+ring.py, and one short line on a pipe that never blocks); the control loop itself does
+no encoding for it and never waits for it. The process is forked from the run's own (no
+interpreter start-up and no imports: numpy, orjson and foxglove-sdk are there already)
+and runs at a low priority beside a real-time run (sidecar.NICE)."""
 import gc
 import json
 import os
