@@ -80,8 +80,10 @@ def _live(sc, out):
     """A --live run with one client (READER, its own process) -> (summary, wall s, CPU s,
     the client's CPU s from the run's start, messages it received)."""
     port = free_port()
+    # a session of its own, as a viewer started from a desktop or another terminal has (the
+    # kernel's autogroup scheduling shares the CPU between sessions first)
     client = subprocess.Popen([sys.executable, "-c", READER, str(port)], cwd=str(ROOT),
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert client.stdout.readline().strip() == "ready"
         s, wall, cpu = _run(sc, out, live=("127.0.0.1", port), live_wait=30.0)
