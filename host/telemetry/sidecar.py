@@ -29,12 +29,11 @@ from foxglove.mcap import MCAPCompression, MCAPWriteOptions
 
 from host.telemetry.topics import SCHEMAS, Encoder
 
-# CPU priority by the run's mode: a real-time run's nodes and loop go first (CFS weight 110
-# against their 1024; a few per cent of a core keeps up with such a run); an in-process run
-# has no deadline and a busy machine would starve a low priority until the end of the
-# run, which then waits for all that was put off
-NICE = {"inprocess": 0}
-NICE_REAL_TIME = 10
+# CPU priority: beside a real-time run its nodes and loop go first (nice 19; 10 with a live
+# viewer, CFS weight 110 against their 1024, that it not fall far behind); an in-process
+# run has no deadline, and a busy machine would starve a low priority until the end of
+# the run, which then waits for all that was put off
+NICE, NICE_LIVE, NICE_INPROCESS = 19, 10, 0
 # messages a wall second per topic to a live viewer, at most: a plot's or a 3-D view's
 # refresh (the bus counters are totals: the latest is what a viewer reads). Each message
 # costs the server and every client some 30-50 us of CPU (make bench), the run's machine
@@ -150,7 +149,7 @@ def main(inp, out, ring):
         out.flush()
 
     cfg = json.loads(inp.readline())
-    os.nice(NICE.get(cfg["meta"].get("mode"), NICE_REAL_TIME))
+    os.nice(NICE_INPROCESS if cfg["meta"].get("mode") == "inprocess" else NICE_LIVE if cfg.get("live") else NICE)
     # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
     # run, and this one ends when its input does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
