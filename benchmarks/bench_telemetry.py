@@ -1,9 +1,10 @@
 """make bench: what telemetry costs (host/telemetry).
 
 cost(): the in-process reference run without run.mcap, with it (the default), and with
---live and one client that takes every topic, interleaved repeats; the run's own loop
-(realtime_factor) and the whole run_scenario call (its wall time: run.mcap finished,
-the telemetry process's last chunk included).
+--live and one client that takes every topic (its own process), interleaved repeats; the
+run's own loop (realtime_factor), the whole run_scenario call (its wall time: run.mcap
+finished, the telemetry process's last chunk included; the wait for the live client to
+subscribe left out) and the CPU time of every process the run kept busy.
 
 memory(): a long in-process run with --live and a client that subscribes and then never
 reads: the resident memory of the host process and of the telemetry process, sampled as
@@ -21,25 +22,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 READER = """
-import sys, time
-from host.telemetry.client import Client
-from host.telemetry.topics import TOPICS
+import asyncio, json, struct, sys, time
+from websockets.asyncio.client import connect
+from host.telemetry.server import OP_MESSAGE_DATA, SUBPROTOCOL
+header = struct.Struct("<BIQ")
 port = int(sys.argv[1])
+cpu0 = time.process_time()
 print("ready", flush=True)   # imports done: the run starts now, and waits only for the connection
-end = time.monotonic() + 60
-while True:
-    try:
-        c = Client("ws://127.0.0.1:%d" % port, timeout=2.0)
-        break
-    except OSError:
-        if time.monotonic() > end:
-            raise
-        time.sleep(0.05)
-c.subscribe(*TOPICS)
-n = 0
-while c.recv(3.0) is not None:
-    n += 1
-print(n)
+
+async def main():
+    end = time.monotonic() + 60
+    while True:
+        try:
+            ws = await connect("ws://127.0.0.1:%d" % port, subprotocols=[SUBPROTOCOL], max_size=1 << 22)
+            break
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            await asyncio.sleep(0.01)
+    n = 0
+    async for raw in ws:   # until the server closes: every message decoded (a viewer's least work)
+        if isinstance(raw, str):
+            msg = json.loads(raw)
+            if msg["op"] == "advertise":
+                await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+                    {"id": c["id"], "channelId": c["id"]} for c in msg["channels"]]}))
+            continue
+        op, sid, ns = header.unpack_from(raw)
+        if op == OP_MESSAGE_DATA:
+            json.loads(raw[header.size:])
+            n += 1
+    return n
+
+n = asyncio.run(main())
+print(n, time.process_time() - cpu0)   # what it received, its CPU time from the run's start
 """
 
 
@@ -52,57 +68,96 @@ def free_port():
 
 
 def _run(sc, out, **kw):
+    """One run_scenario -> (summary, its wall s, this process's CPU s over it)."""
     from host.run import run_scenario
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), os.times()
     s, _ = run_scenario(sc, out, quiet=True, make_plots=False, **kw)
-    return s, time.perf_counter() - t0
+    c1 = os.times()
+    return s, time.perf_counter() - t0, (c1.user - c0.user) + (c1.system - c0.system)
 
 
-def cost(repeats=5):
+def _live(sc, out):
+    """A --live run with one client (READER, its own process) -> (summary, wall s, CPU s,
+    the client's CPU s from the run's start, messages it received)."""
+    port = free_port()
+    # a session of its own, as a viewer started from a desktop or another terminal has (the
+    # kernel's autogroup scheduling shares the CPU between sessions first)
+    client = subprocess.Popen([sys.executable, "-c", READER, str(port)], cwd=str(ROOT),
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert client.stdout.readline().strip() == "ready"
+        s, wall, cpu = _run(sc, out, live=("127.0.0.1", port), live_wait=30.0)
+        n, client_cpu = client.communicate(timeout=60)[0].split()
+        return s, wall, cpu, float(client_cpu), int(n)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+
+
+KINDS = ("off", "mcap", "live")
+
+
+def cost(repeats=7):
+    """Each repeat runs the three kinds back to back, in an order that turns by one every
+    repeat (a load that drifts over the repeats falls on each kind alike); a kind's cost
+    is the median over the repeats of its time against the same repeat's run without
+    telemetry."""
     from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
-    runs = {"off": [], "mcap": [], "live": []}
-    received = []
+    rows = {k: [] for k in KINDS}
+    received, load0 = [], os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeats):
-            runs["off"].append(_run(sc, Path(tmp) / "off", telemetry=False))
-            runs["mcap"].append(_run(sc, Path(tmp) / "mcap"))
-            port = free_port()
-            client = subprocess.Popen([sys.executable, "-c", READER, str(port)], cwd=str(ROOT),
-                                      stdout=subprocess.PIPE, text=True)
-            try:
-                assert client.stdout.readline().strip() == "ready"
-                runs["live"].append(_run(sc, Path(tmp) / "live", live=("127.0.0.1", port), live_wait=30.0))
-                received.append(int(client.communicate(timeout=60)[0] or 0))
-            finally:
-                if client.poll() is None:
-                    client.kill()
-                    client.wait()
-    med = {k: (statistics.median(s["realtime_factor"] for s, _ in v), statistics.median(w for _, w in v),
-               statistics.median(s["cpu_seconds"] for s, _ in v)) for k, v in runs.items()}
-    tel_cpu = {k: statistics.median(s["telemetry"].get("process_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
-               for v in [runs[k]]}
-    enc_cpu = {k: statistics.median(s["telemetry"].get("encode_cpu_s", 0) for s, _ in v) for k in ("mcap", "live")
-               for v in [runs[k]]}
-    live_s = runs["live"][-1][0]["telemetry"]["live"]
-    print("telemetry cost: in-process reference run, %d repeats (medians; loadavg %.1f)"
-          % (repeats, os.getloadavg()[0]))
+        for i in range(repeats):
+            for k in KINDS[i % 3:] + KINDS[:i % 3]:
+                if k == "live":
+                    s, wall, cpu, client_cpu, n = _live(sc, Path(tmp) / k)
+                    received.append(n)
+                else:
+                    s, wall, cpu = _run(sc, Path(tmp) / k, telemetry=k == "mcap")
+                    client_cpu = 0.0
+                tel = s.get("telemetry", {})
+                waited = tel.get("viewer_wait_s", 0.0)
+                rows[k].append({
+                    "loop_s": s["sim_seconds"] / s["realtime_factor"],    # the control loop, its wall time
+                    "run_s": wall - waited,   # the whole run_scenario call, less the wait for the viewer
+                    "viewer_wait_s": waited,
+                    # CPU of everything the run made busy: this process (the loop and the end of the
+                    # run), the telemetry process, the client
+                    "cpu_s": cpu + tel.get("process_cpu_s", 0.0) + client_cpu,
+                    "telemetry_cpu_s": tel.get("process_cpu_s", 0.0), "client_cpu_s": client_cpu,
+                    "encode_cpu_s": tel.get("encode_cpu_s", 0.0), "live": tel.get("live")})
+    load1 = os.getloadavg()
+
+    def pct(k, field):
+        """median over the repeats of k's field against the same repeat's run without telemetry"""
+        return round(100 * (statistics.median(r[field] / o[field] for r, o in zip(rows[k], rows["off"])) - 1), 1)
+
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("loop_s", "run_s", "cpu_s", "telemetry_cpu_s",
+                                                                 "client_cpu_s", "encode_cpu_s", "viewer_wait_s")}
+           for k, v in rows.items()}
+    inc = {f: {k: pct(k, f) for k in ("mcap", "live")} for f in ("loop_s", "run_s", "cpu_s")}
+    print("telemetry cost: in-process reference run, %d repeats of the three back to back (loadavg %.1f %.1f %.1f "
+          "before, %.1f %.1f %.1f after)" % ((repeats,) + load0 + load1))
     for k, label in (("off", "no run.mcap"), ("mcap", "run.mcap (default)"), ("live", "--live + 1 client")):
-        print("  %-20s loop realtime_factor %6.1f (%+5.1f %% time), its CPU %.2f s (%+5.1f %%)   whole run %.2f s (%+5.1f %%)"
-              % (label, med[k][0], 100 * (med["off"][0] / med[k][0] - 1), med[k][2],
-                 100 * (med[k][2] / med["off"][2] - 1), med[k][1], 100 * (med[k][1] / med["off"][1] - 1)))
-    print("  telemetry process CPU (median): run.mcap %.2f s (encoding and writing %.2f s), --live %.2f s (%.2f s)"
-          % (tel_cpu["mcap"], enc_cpu["mcap"], tel_cpu["live"], enc_cpu["live"]))
+        m = med[k]
+        more = "" if k == "off" else " (%+5.1f %%)"
+        print(("  %-19s loop %5.2f s" + more + "   whole run %5.2f s" + more + "   CPU of all its processes %5.2f s"
+               + more) % ((label, m["loop_s"]) + ((inc["loop_s"][k],) if more else ()) + (m["run_s"],)
+                          + ((inc["run_s"][k],) if more else ()) + (m["cpu_s"],) + ((inc["cpu_s"][k],) if more else ())))
+    print("  (medians; each +% the median of the repeats' ratios to the run without telemetry beside them)")
+    print("  telemetry process CPU: run.mcap %.3f s (encoding and writing %.3f s), --live %.3f s (%.3f s); "
+          "the client's CPU %.3f s; the wait for the client to subscribe %.3f s (not in the whole run)"
+          % (med["mcap"]["telemetry_cpu_s"], med["mcap"]["encode_cpu_s"], med["live"]["telemetry_cpu_s"],
+             med["live"]["encode_cpu_s"], med["live"]["client_cpu_s"], med["live"]["viewer_wait_s"]))
+    live_s = rows["live"][-1]["live"]
     print("  live client received %s messages a run; the last run's server: published %d, decimated %d, dropped %d"
           % (received, live_s["published"], live_s.get("decimated", 0), live_s["dropped"]))
     return {"telemetry_cost": {
-        "realtime_factor": {k: [s["realtime_factor"] for s, _ in v] for k, v in runs.items()},
-        "wall_s": {k: [w for _, w in v] for k, v in runs.items()},
-        "loop_time_increase_pct": {k: round(100 * (med["off"][0] / med[k][0] - 1), 1) for k in ("mcap", "live")},
-        "loop_cpu_increase_pct": {k: round(100 * (med[k][2] / med["off"][2] - 1), 1) for k in ("mcap", "live")},
-        "wall_increase_pct": {k: round(100 * (med[k][1] / med["off"][1] - 1), 1) for k in ("mcap", "live")},
-        "telemetry_process_cpu_s": tel_cpu, "telemetry_encode_cpu_s": enc_cpu,
-        "live_client_received": received, "loadavg_1min": os.getloadavg()[0]}}
+        "repeats": repeats, "loadavg_before": load0, "loadavg_after": load1,
+        "loop_time_increase_pct": inc["loop_s"], "wall_increase_pct": inc["run_s"], "cpu_increase_pct": inc["cpu_s"],
+        "medians_s": med, "runs": {k: [{f: v for f, v in r.items() if f != "live"} for r in rows[k]] for k in KINDS},
+        "live_client_received": received}}
 
 
 def rss_mb(pid, field="VmRSS"):
@@ -145,50 +200,97 @@ def stalled_client(port, stop):
     s.close()
 
 
+class _Watch:
+    """The run's control loop (RunDir.attach) and whether its end has begun (RunDir.finish),
+    for the sampler: memory while the loop runs apart from the end's (metrics, timeseries.npz)."""
+
+    def __init__(self):
+        from host.report import run_dir
+        self.rd, self.loop, self.ending = run_dir.RunDir, None, False
+        self.attach, self.finish = self.rd.attach, self.rd.finish
+
+    def __enter__(self):
+        watch = self
+
+        def attach(rd, loop):
+            watch.loop = loop
+            return watch.attach(rd, loop)
+
+        def finish(rd, *a, **kw):
+            watch.ending = True
+            return watch.finish(rd, *a, **kw)
+        self.rd.attach, self.rd.finish = attach, finish
+        return self
+
+    def __exit__(self, *exc):
+        self.rd.attach, self.rd.finish = self.attach, self.finish
+
+    def ticks(self):
+        return len(self.loop.rec) if self.loop is not None else 0
+
+
+def _growth(samples, key):
+    """kB a tick of `key` over the loop, from its sample at 10 % of the ticks to its last
+    (the start-up's allocations left out)."""
+    if len(samples) < 2:
+        return None
+    last = samples[-1]
+    first = next(x for x in samples if x["ticks"] >= 0.1 * last["ticks"])
+    if last["ticks"] <= first["ticks"]:
+        return None
+    return (last[key] - first[key]) * 1024 / (last["ticks"] - first["ticks"])
+
+
 def memory(seconds=3600.0, every_s=10.0):
     from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
     sc.duration = seconds
     port = free_port()
     stop = threading.Event()
-    samples = []
+    samples, ending = [], []
     me = os.getpid()
 
     def sample():
         while not stop.wait(every_s):
             kids = subprocess.run(["pgrep", "-P", str(me)], capture_output=True, text=True).stdout.split()
-            samples.append((time.monotonic(), rss_mb(me), max([pss_mb(int(k)) or 0 for k in kids] or [0])))
+            x = {"ticks": watch.ticks(), "host_rss_mb": rss_mb(me),
+                 "telemetry_pss_mb": max([pss_mb(int(k)) or 0 for k in kids] or [0])}
+            (ending if watch.ending else samples).append(x)
 
     with open("/proc/self/clear_refs", "w") as f:   # VmHWM from here (proc(5): "5")
         f.write("5")
 
     threading.Thread(target=stalled_client, args=(port, stop), daemon=True).start()
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            s, wall = _run(sc, Path(tmp) / "long", live=("127.0.0.1", port), live_wait=30.0)
+        with _Watch() as watch, tempfile.TemporaryDirectory() as tmp:
+            sampler.start()
+            s, wall, _ = _run(sc, Path(tmp) / "long", live=("127.0.0.1", port), live_wait=30.0)
     finally:
         stop.set()
-        sampler.join()
+        if sampler.is_alive():
+            sampler.join()
     tel = s.get("telemetry", {})
-    side = [x[2] for x in samples if x[2]]
-    host = [x[1] for x in samples]
-    rows = s["sim_seconds"] * sc.control_rate_hz
+    side = [x["telemetry_pss_mb"] for x in samples + ending if x["telemetry_pss_mb"]]
+    host = [x["host_rss_mb"] for x in samples]
     print("telemetry memory: %.0f s simulated in-process (%.0f s wall), --live, one client that never reads"
           % (s["sim_seconds"], wall))
     at = [side[min(len(side) - 1, len(side) * k // 4)] for k in range(5)] if side else []
     peak = rss_mb(me, "VmHWM")
-    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s)"
-          % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s) if side else "  no telemetry samples")
-    print("  host process RSS while it ran: first %.0f MB, last %.0f MB (%.3f kB a tick); peak with the "
-          "end (metrics, timeseries.npz) %.0f MB" % (host[0], host[-1], (host[-1] - host[0]) * 1024 / max(rows, 1), peak))
+    growth = {k: _growth(samples, k) for k in ("host_rss_mb", "telemetry_pss_mb")}
+    print("  telemetry process PSS: at 0/25/50/75/100 %% of the run %s MB, max %.0f MB (%d samples, every %g s); "
+          "over the loop %.4f kB a tick" % ("/".join("%.0f" % x for x in at), max(side), len(side), every_s,
+                                            growth["telemetry_pss_mb"] or 0) if side else "  no telemetry samples")
+    print("  host process RSS while the loop ran: at its first sample %.0f MB, max %.0f MB, at its end %.0f MB "
+          "(%.4f kB a tick from 10 %% of the ticks on); the end of the run (metrics, timeseries.npz read back "
+          "a column at a time) to %.0f MB (peak)" % (host[0], max(host), host[-1], growth["host_rss_mb"] or 0, peak))
     print("  live: published %d, dropped %d; run.mcap messages %d; status %s"
           % (tel.get("live", {}).get("published", 0), tel.get("live", {}).get("dropped", 0),
              tel.get("mcap_messages", 0), s["status"]))
     return {"telemetry_memory": {"sim_seconds": s["sim_seconds"], "wall_s": wall, "host_peak_rss_mb": peak,
-                                 "telemetry_pss_mb": side, "host_rss_mb": host, "live": tel.get("live"),
-                                 "mcap_messages": tel.get("mcap_messages")}}
+                                 "growth_kb_per_tick": growth, "samples": samples, "samples_at_the_end": ending,
+                                 "live": tel.get("live"), "mcap_messages": tel.get("mcap_messages"),
+                                 "loadavg_after": os.getloadavg()}}
 
 
 if __name__ == "__main__":   # one part alone: `cost [REPEATS]` or `memory [SECONDS]` (make bench runs both)
@@ -197,4 +299,4 @@ if __name__ == "__main__":   # one part alone: `cost [REPEATS]` or `memory [SECO
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         save(memory(float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0))
     else:
-        save(cost(int(sys.argv[2]) if len(sys.argv) > 2 else 5))
+        save(cost(int(sys.argv[2]) if len(sys.argv) > 2 else 7))

@@ -114,3 +114,17 @@ def same_under_both(script, stdin=None):
     mp, cp = run_both(script, stdin=stdin)
     assert mp == cp
     return cp.splitlines()
+
+
+# the record's columns that count the frames the host's transport carried
+# (host/report/run_dir.HOST_BUS), not the arm's motion: two runs over other transports, or
+# with another number of copies, differ there and may differ nowhere else
+TRANSPORT_KEYS = ("host_bus",)
+
+
+def differing(a, b):
+    """The keys of two runs' time series (np.load of timeseries.npz) whose arrays differ,
+    TRANSPORT_KEYS left out."""
+    import numpy as np
+    assert set(a.files) == set(b.files)
+    return [k for k in a.files if k not in TRANSPORT_KEYS and not np.array_equal(a[k], b[k], equal_nan=True)]

@@ -16,7 +16,7 @@ from host.run import run_scenario
 from host.scenario.loader import load
 from host.transports.udp import free_base_port
 
-from .conftest import MICROPYTHON, REPO, needs
+from .conftest import MICROPYTHON, REPO, differing, needs
 
 pytestmark = [pytest.mark.slow, needs("micropython")]
 # MicroPython's native architectures by sys.implementation._mpy >> 10 (py/persistentcode.h)
@@ -112,7 +112,7 @@ def run_hil(path, sc, ref, out, ports):
     assert s["mode"] == "hil" and s["clock"] == "synthetic"
     assert s["missed_cycles"] == 0, s.get("late_cycles")
     a, b = np.load(out / "timeseries.npz"), np.load(ref[1] / "timeseries.npz")
-    assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
+    assert differing(a, b) == []
     assert [n["link"] for n in s["nodes"]] == [1, 2]
     # run.mcap too, one /joints message a recorded tick (host/telemetry; tests/test_telemetry.py)
     assert s["telemetry"]["mcap_messages"] > len(a["t"]) and "error" not in s["telemetry"]

@@ -16,7 +16,7 @@ from host.runners import inprocess, processes, wallclock
 from host.runners.base import Aborted, ControlLoop
 from host.scenario.loader import from_dict, read_toml
 
-from .conftest import REPO, needs
+from .conftest import REPO, differing, needs
 
 SLOWDOWN = 12      # wall-clock runs: 100 ms of wall time per 8.3 ms tick of the reference
 WATCHDOG_MS = 2000  # ... so the agents' silent-bus watchdog must allow for 100 ms SYNC spacing
@@ -36,9 +36,7 @@ def scenario(name="reference.toml", seconds=1.0, watchdog_ms=WATCHDOG_MS, checks
 
 def same_run(out_a, out_b):
     """Names of the time series that differ between two run directories."""
-    a, b = np.load(out_a / "timeseries.npz"), np.load(out_b / "timeseries.npz")
-    assert set(a.files) == set(b.files)
-    return [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)]
+    return differing(np.load(out_a / "timeseries.npz"), np.load(out_b / "timeseries.npz"))
 
 
 @pytest.fixture(scope="module")

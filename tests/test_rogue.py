@@ -21,7 +21,7 @@ from host.scenario.loader import load
 from host.tools import keys
 from host.transports.stream import FdStreamTransport
 
-from .conftest import needs
+from .conftest import differing, needs
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [needs("micropython"), pytest.mark.slow]
@@ -138,7 +138,7 @@ def ended_with_link5_out(summary):
 
 def same_series(out, plain):
     a, b = np.load(out / "timeseries.npz"), np.load(plain / "timeseries.npz")
-    assert [k for k in a.files if not np.array_equal(a[k], b[k], equal_nan=True)] == []
+    assert differing(a, b) == []
     return a
 
 

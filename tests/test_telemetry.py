@@ -62,6 +62,13 @@ def test_mcap_joints_every_tick_equal_to_the_time_series_and_a_latched_fault_as_
     # the periodic topics at their documented rates: /scene 20 Hz, /bus 10 Hz from t = 0
     assert len(topics["/scene"]) == round(d["t"][-1] * 20) + 1
     assert len(topics["/bus"]) == round(d["t"][-1] * 10) + 1
+    # /bus: the host's counters as they stood at the message's own tick (the host decodes
+    # frames every tick, so they rise from one message to the next)
+    good = np.array([b["host_good_frames"] for b in topics["/bus"]])
+    assert (np.diff(good) > 0).all() and good[0] > 0, good
+    at = np.searchsorted(d["t"], [b["t"] for b in topics["/bus"]])
+    for j, key in enumerate(("host_good_frames", "host_bad_frames", "late_assertions")):
+        assert np.array_equal([b[key] for b in topics["/bus"]], d["host_bus"][at, j]), key
     assert s["telemetry"]["mcap_messages"] == sum(len(v) for v in topics.values())
 
 
@@ -214,14 +221,14 @@ def test_replay_plays_a_recorded_run_into_the_server(tmp_path):
 
 
 def test_live_rate_takes_every_tick_of_a_real_time_run_and_decimates_a_faster_one():
-    """Hand-overs every 0.1 s of the run's wall clock: a 120 Hz run in real time goes live
-    whole (its speed wavering by 10 %); at 28x real time, /joints goes out at the control
-    rate (x LIVE_MARGIN) a wall second, /tool at its LIVE_HZ, evenly over the run's time,
-    and /events always."""
+    """Hand-overs every 0.1 s of the run's wall clock: a 120 Hz run's /joints in real time
+    goes live whole (its speed wavering by 10 %); at 28x real time, /joints and /tool go
+    out at their LIVE_HZ (x LIVE_MARGIN) a wall second, evenly over the run's time, and
+    /events always."""
     from host.telemetry.sidecar import LIVE_HZ, LIVE_MARGIN, LiveRate
     period_ns = 1e9 / 120.0
     for speed in (1.0, 28.0):
-        rate = LiveRate(120.0)
+        rate = LiveRate()
         rate.start(0)   # t = 0 at the wall's 0 s
         taken = {"/joints": [], "/tool": [], "/events": []}
         k = 0
@@ -240,8 +247,37 @@ def test_live_rate_takes_every_tick_of_a_real_time_run_and_decimates_a_faster_on
             assert len(taken["/joints"]) == sent
         else:
             per_s = {t: len(v) / 5.0 for t, v in taken.items()}
-            assert 0.8 * 120 * LIVE_MARGIN <= per_s["/joints"] <= 1.05 * 120 * LIVE_MARGIN, per_s
-            assert 0.8 * LIVE_HZ["/tool"] * LIVE_MARGIN <= per_s["/tool"] <= 1.05 * LIVE_HZ["/tool"] * LIVE_MARGIN
+            for topic in ("/joints", "/tool"):
+                assert 0.8 * LIVE_HZ[topic] * LIVE_MARGIN <= per_s[topic] <= 1.05 * LIVE_HZ[topic] * LIVE_MARGIN, per_s
             gaps = np.diff(taken["/joints"][10:])   # evenly: no burst of neighbours, no long hole
             assert gaps.min() >= 0.5 * np.median(gaps) and gaps.max() <= 2.0 * np.median(gaps)
         assert len(taken["/events"]) == sent
+
+
+def test_ring_hands_rows_over_and_says_when_it_is_full():
+    """ring.Ring: rows come out as they went in; with its room unread it refuses (the
+    hand-over goes by file), and what was read is room again, from the ring's start."""
+    from host.telemetry.ring import Ring
+    rows = {"t": np.arange(50.0), "q": np.arange(30.0).reshape(10, 3), "state": np.array([[1, -1]] * 10)}
+    size = sum(a.nbytes for a in rows.values())   # 400 + 240 + 160
+    ring = Ring(size + size // 2)
+    first = ring.put(rows)
+    assert first is not None and ring.put(rows) is None
+    got = ring.take(json.loads(json.dumps(first)))   # (it goes through the pipe as JSON)
+    assert got.keys() == rows.keys() and all(np.array_equal(got[k], rows[k]) and got[k].dtype == rows[k].dtype
+                                             for k in rows)
+    again = ring.put({k: v + 1 for k, v in rows.items()})
+    assert again is not None and again["arrays"][0][3] == 0   # it did not fit after the first: from the start
+    assert np.array_equal(ring.take(json.loads(json.dumps(again)))["q"], rows["q"] + 1)
+
+
+def test_rows_by_file_where_the_ring_is_full(tmp_path, monkeypatch):
+    """A ring too small for any hand-over: every one goes by file, and run.mcap still holds
+    one /joints message per tick equal to timeseries.npz."""
+    from host.telemetry import ring
+    monkeypatch.setattr(ring, "SIZE", 1024)
+    s, out = run_scenario(cut("reference.toml", 1.0), tmp_path / "run", quiet=True, make_plots=False)
+    d = np.load(out / "timeseries.npz")
+    _, topics = read_mcap(out / MCAP_NAME)
+    assert s["telemetry"]["handovers_by_file"] == s["telemetry"]["handovers"] > 0
+    assert np.array_equal(np.array([j["q"] for j in topics["/joints"]]), d["q"])

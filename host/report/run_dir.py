@@ -41,6 +41,8 @@ CHUNK_S = 1.0   # wall seconds between chunk files
 SUMMARY_EVERY_S = 1.0   # the pending summary (how far the series reaches) rewritten at most this often
 # the record's `comp`: a link's torque by behaviour, as its TORQUE frame gives it (bus_protocol/SPEC.md 0x06)
 COMPONENTS = ("proxy", "assertions", "local PD", "joint limit", "brake", "other")
+# the record's `host_bus`: the host controller's bus counters as they stood at the end of the tick
+HOST_BUS = ("host_good_frames", "host_bad_frames", "late_assertions")
 
 
 class Recorder:
@@ -312,9 +314,7 @@ class RunDir:
         # the first rows carry the wall time of t = 0: the first tick's, after the start-up
         # and any wait for a viewer
         t0_ns = None if self.telemetry.n_rows else self.loop.rec.t0_ns - int(round(float(rows["t"][0]) * 1e9))
-        self.telemetry.rows(rows, gp.logs[self._sent[0]:n_logs], gp.events[self._sent[1]:n_events],
-                            {"host_good_frames": gp.decoder.good, "host_bad_frames": gp.decoder.bad,
-                             "late_assertions": gp.late_asserts}, t0_ns)
+        self.telemetry.rows(rows, gp.logs[self._sent[0]:n_logs], gp.events[self._sent[1]:n_events], t0_ns)
         self._sent = (n_logs, n_events)
 
     def close_telemetry(self, hurry=False):
@@ -348,10 +348,12 @@ class RunDir:
             summary["reason"] = "interrupted (%s)" % self.signal
             log_lines = [line.replace("interrupted (Ctrl-C)", summary["reason"]) for line in log_lines]
         self._log_agents()
-        if self.telemetry is not None:
-            summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
+        if self.telemetry is not None and self.loop is not None:
+            self.loop.rec.flush()   # the last rows: the telemetry finishes them while timeseries.npz is written
         if arrays:
             save_npz(self.path / "timeseries.npz", arrays, meta)
+        if self.telemetry is not None:
+            summary["telemetry"] = self.close_telemetry(hurry=self.signal is not None)
         shutil.rmtree(self.path / CHUNK_DIR, ignore_errors=True)
         _write_atomic(self.path / "summary.json", json.dumps(summary, indent=2, sort_keys=False) + "\n")
         for line in log_lines:

@@ -150,11 +150,12 @@ class ControlLoop:
         if gp.closed and not all(gp.got):
             state = np.where(gp.got, gp.states, SILENT)
         # faults: each link's latched fault bits as its last STATUS gave them; gains:
-        # RMDAC's adaptive gains k (6.206), one row per task coordinate
+        # RMDAC's adaptive gains k (6.206), one row per task coordinate; host_bus: the host
+        # controller's counters (run_dir.HOST_BUS) as they stand after this tick
         self.rec.add(t=t, p_d=d.p, p=p_ee, e_phi=e_phi, q=q, qd=qd, u=gp.torques,
                      comp=gp.components, f=gp.goal[1], frames=p, state=state, member=gp.member, rho=rho,
                      contacts=len(plant.contacts()), late=float(self.late), faults=gp.fault_bits,
-                     gains=gp.rmdac.k)
+                     gains=gp.rmdac.k, host_bus=(gp.decoder.good, gp.decoder.bad, gp.late_asserts))
         e = math.dist(d.p.tolist(), p_ee.tolist())   # np.linalg.norm(d.p - p_ee), without numpy's calls
         if e > self.sc.divergence_m:
             raise Aborted("diverged: end-effector error %.3f m > %.3f m at t=%.3f s"

@@ -3,10 +3,11 @@ record, and with `live` the same topics on the Foxglove WebSocket protocol with 
 built-in live page (docs: README "Watch a run live").
 
 `Telemetry` is the run's handle on its telemetry process (sidecar.py): host/report/run_dir.RunDir
-hands it the record's rows as the recorder flushes them (a file and one short line on a
-pipe that never blocks); the control loop itself does no encoding for it and never
-waits for it. The process is forked from the run's own (no interpreter start-up and no
-imports: numpy, orjson and mcap are there already) and runs at a low priority."""
+hands it the record's rows as the recorder flushes them (a copy into shared memory,
+ring.py, and one short line on a pipe that never blocks); the control loop itself does
+no encoding for it and never waits for it. The process is forked from the run's own (no
+interpreter start-up and no imports: numpy, orjson and foxglove-sdk are there already)
+and runs at a low priority beside a real-time run (sidecar.NICE)."""
 import gc
 import json
 import os
@@ -21,6 +22,8 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+
+from host.telemetry.ring import Ring
 
 MCAP_NAME = "run.mcap"
 LOG_NAME = "telemetry.log"
@@ -45,7 +48,7 @@ class _Forked:
     """The forked telemetry process, as far as Telemetry uses a subprocess.Popen: stdin
     (its pipe in), stdout (its pipe out), poll, wait, kill."""
 
-    def __init__(self, log_fd):
+    def __init__(self, log_fd, ring):
         r_in, w_in = os.pipe()
         r_out, w_out = os.pipe()
         self.returncode = None
@@ -69,7 +72,7 @@ class _Forked:
                         except OSError:
                             pass
                 from host.telemetry import sidecar
-                sidecar.main(os.fdopen(r_in, "r"), os.fdopen(w_out, "w"))
+                sidecar.main(os.fdopen(r_in, "r"), os.fdopen(w_out, "w"), ring)
                 code = 0
             except BaseException:
                 traceback.print_exc()
@@ -109,13 +112,16 @@ class Telemetry:
         self.lost = None   # why the telemetry process is gone, if it is
         self.port = None
         self.stats = {}
+        self.waited_s = None   # how long the first tick was held for a viewer (wait_for_client)
         self._pending = b""
         from host.telemetry import sidecar
         sidecar.preload(live)
         self.log = open(Path(run_dir) / LOG_NAME, "ab")
         sys.stdout.flush()   # (what the child would otherwise inherit unwritten)
         sys.stderr.flush()
-        self.proc = _Forked(self.log.fileno())
+        self.ring = Ring()   # (made before the fork: the telemetry process shares it)
+        self.by_file = 0     # hand-overs that found the ring full
+        self.proc = _Forked(self.log.fileno(), self.ring)
         self.mcap = Path(run_dir) / MCAP_NAME
         self.dir = Path(run_dir) / ROWS_DIR
         self.dir.mkdir(exist_ok=True)
@@ -164,21 +170,30 @@ class Telemetry:
                 return json.loads(line)
         return None
 
-    def rows(self, rows, logs=(), events=(), bus=None, t0_ns=None):
+    def rows(self, rows, logs=(), events=(), t0_ns=None):
         """Rows of the record (a dict of arrays) and the host controller's news since the last
-        call: into a file (pickle: a few ms, where an npz takes ten) that the telemetry
-        process reads and removes. t0_ns: the wall time of t = 0, once known (else meta's)."""
-        path = self.dir / ("%06d.pkl" % self.n_rows)
+        call: into the shared ring (a copy of each array, ring.py) or, where it is full, into
+        a file (pickle) that the telemetry process reads and removes. t0_ns: the wall time
+        of t = 0, once known (else meta's)."""
+        if self.lost:
+            return
+        msg = {"logs": list(logs), "events": list(events), "t0_ns": t0_ns, "wall": time.time()}
+        msg["ring"] = self.ring.put(rows)
+        if msg["ring"] is None:
+            path = self.dir / ("%06d.pkl" % self.n_rows)
+            with open(path, "wb") as f:
+                pickle.dump(rows, f, protocol=5)
+            msg["rows"] = str(path)
+            self.by_file += 1
         self.n_rows += 1
-        with open(path, "wb") as f:
-            pickle.dump(rows, f, protocol=5)
-        self._send({"rows": str(path), "logs": list(logs), "events": list(events), "bus": bus or {},
-                    "t0_ns": t0_ns, "wall": time.time()})
+        self._send(msg)
 
     def wait_for_client(self, timeout):
         """Wait (at most `timeout` s) for a live client to subscribe -> whether one did."""
+        t0 = time.monotonic()
         self._send({"wait": timeout}, wait=True)
         got = self._read(timeout + START_S)
+        self.waited_s = time.monotonic() - t0
         return bool(got and got.get("subscribed"))
 
     def close(self, hurry=False):
@@ -225,6 +240,9 @@ class Telemetry:
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.proc.cpu_s is not None:
             self.stats["process_cpu_s"] = round(self.proc.cpu_s, 3)
+        self.stats["handovers_by_file"] = self.by_file
+        if self.waited_s is not None:
+            self.stats["viewer_wait_s"] = round(self.waited_s, 3)
         if self.lost:
             self.stats["error"] = self.lost
         return self.stats

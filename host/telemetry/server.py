@@ -28,7 +28,7 @@ OP_MESSAGE_DATA = 0x01
 PAGE_DIR = Path(__file__).resolve().parent / "page"
 INBOX = 4096          # messages between publisher and server thread
 CLIENT_QUEUE = 1024   # messages waiting for one client's socket
-DRAIN_S = 0.02        # the server thread's pass over the inbox
+DRAIN_S = 0.02        # flush(): how often it looks whether all went out
 
 _header = struct.Struct("<BIQ")
 
@@ -50,7 +50,7 @@ class _Client:
         self.wake = asyncio.Event()
         self.dropped = 0
         self.sent = 0
-        self.inflight = 0   # 1 while a message is being sent
+        self.inflight = 0   # the messages being sent
 
     def unsent(self):
         """Messages taken for this client and not (yet) gone out."""
@@ -82,6 +82,8 @@ class Server:
         self._thread = None
         self._loop = None
         self._stop = None
+        self._wake = None
+        self._idle = False   # the server's thread waits for the inbox to fill (publish wakes it)
         self._ready = threading.Event()
         self._error = None
 
@@ -93,6 +95,9 @@ class Server:
             self.dropped_inbox += 1
             return
         self.inbox.append((self.channel_of[topic], ns, payload))
+        if self._idle:   # the server's thread waits for work: woken once, it takes all there is
+            self._idle = False
+            self._loop.call_soon_threadsafe(self._wake.set)
 
     def stats(self):
         """Counts at the end (after `flush`): what a client still holds then is never sent,
@@ -138,6 +143,7 @@ class Server:
         from websockets.asyncio.server import serve
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
         async with serve(self._handler, self.host, self.port, subprotocols=[SUBPROTOCOL],
                          process_request=self._http, compression=None, max_size=1 << 20) as srv:
             self.port = srv.sockets[0].getsockname()[1]
@@ -147,8 +153,13 @@ class Server:
             drain.cancel()
 
     async def _drain(self):
+        inbox = self.inbox
         while True:
-            inbox = self.inbox
+            self._idle = True   # (before the check below: a message published after it wakes us)
+            if not inbox:
+                await self._wake.wait()
+            self._wake.clear()
+            self._idle = False
             while inbox:
                 ch, ns, payload = inbox.popleft()
                 for c in self.clients:
@@ -160,7 +171,6 @@ class Server:
                         continue
                     c.queue.append(_header.pack(OP_MESSAGE_DATA, sub, ns) + payload)
                     c.wake.set()
-            await asyncio.sleep(DRAIN_S)
 
     def _http(self, connection, request):
         """Plain HTTP (no WebSocket upgrade): the built-in page."""
@@ -215,9 +225,14 @@ class Server:
                 await c.wake.wait()
                 c.wake.clear()
                 while c.queue:
-                    c.inflight = 1
-                    await c.ws.send(c.queue.popleft())
+                    # what waits goes out as one batch of frames: one flow-control wait for
+                    # them all (websockets' send_context, as its Connection.send uses it)
+                    batch = [c.queue.popleft() for _ in range(len(c.queue))]
+                    c.inflight = len(batch)
+                    async with c.ws.send_context():
+                        for frame in batch:
+                            c.ws.protocol.send_binary(frame)
                     c.inflight = 0
-                    c.sent += 1
+                    c.sent += len(batch)
         except Exception:
             pass

@@ -5,15 +5,17 @@ messages on the Foxglove WebSocket protocol (server.Server). A process of its ow
 that encoding and serving never take the control loop's time or memory.
 
 In, one JSON object a line: first the configuration {meta, mcap, live: {host, port}
-or null}, then {rows: pickle path, logs, events, bus} per hand-over of the record,
+or null}, then {ring: where the rows are in the shared ring.Ring, or null and rows: a pickle's
+path; logs, events, t0_ns, wall} per hand-over of the record,
 {wait: s} to wait for a live subscriber, {end: true}. Out: {ready: port}, {subscribed: bool},
 {stats: ...}. The end of its input without {end} (the run's process was killed) also
 finishes run.mcap.
 
-Live, the per-tick topics and the scene go out at most LIVE_HZ a wall second each: a run
-faster than real time (in-process: 20-30x) is decimated evenly in its own time, the
-joints of a real-time one are not; run.mcap keeps every message. Events, node tables, bus
-counters and log lines always go."""
+Live, the per-tick topics, the scene and the bus counters go out at most LIVE_HZ a wall
+second each: a run faster than real time (in-process: 10-30x) is decimated evenly in its
+own time; every tick of a real-time run's /joints goes. run.mcap keeps every message.
+Events, node tables and log lines always go.
+"""
 import json
 import os
 import pickle
@@ -22,30 +24,35 @@ import time
 import types
 from collections import deque
 
-import mcap.writer
-import zstandard
-from mcap.writer import CompressionType, Writer
+import foxglove
+from foxglove.mcap import MCAPCompression, MCAPWriteOptions
 
 from host.telemetry.topics import SCHEMAS, Encoder
 
-NICE = 19        # run.mcap only
-NICE_LIVE = 10   # with --live (CFS weight 110 against the loop's 1024)
-# messages a wall second per topic to a live viewer, at most: /joints at the control rate
-# (every tick of a real-time run, a faster one no faster than that: None below), the
-# rest at a screen's rate
-LIVE_HZ = {"/joints": None, "/tool": 60.0, "/goal": 60.0, "/scene": 30.0}
+# CPU priority: beside a real-time run its nodes and loop go first (nice 19; 10 with a live
+# viewer, CFS weight 110 against their 1024, that it not fall far behind); an in-process
+# run has no deadline, and a busy machine would starve a low priority until the end of
+# the run, which then waits for all that was put off
+NICE, NICE_LIVE, NICE_INPROCESS = 19, 10, 0
+# messages a wall second per topic to a live viewer, at most: a plot's or a 3-D view's
+# refresh (the bus counters are totals: the latest is what a viewer reads). Each message
+# costs the server and every client some 30-50 us of CPU (make bench), the run's machine
+# alike where the viewer runs on it.
+LIVE_HZ = {"/joints": 30.0, "/tool": 30.0, "/goal": 30.0, "/scene": 30.0, "/bus": 10.0}
 LIVE_MARGIN = 1.25   # a real-time run's speed wavers by a few per cent: its ticks all go
+REAL_TIME_WHOLE = ("/joints",)   # every message of a run no faster than LIVE_MARGIN x real time
 SPEED_S = 1.0
 
 
 class LiveRate:
     """Which messages of a hand-over go live: per topic of LIVE_HZ, a message at least
-    `speed` / (LIVE_HZ * LIVE_MARGIN) of the run's own time after the last one taken,
+    `speed` / (LIVE_HZ * LIVE_MARGIN) of the run's own time after the last one taken
+    (REAL_TIME_WHOLE: every message while speed <= LIVE_MARGIN x real time),
     where speed is the run's time per wall second by the run's clock at its hand-overs
     (from t = 0 on), over the last SPEED_S."""
 
-    def __init__(self, control_rate_hz):
-        self.hz = {k: (hz or control_rate_hz) * LIVE_MARGIN for k, hz in LIVE_HZ.items()}
+    def __init__(self):
+        self.hz = {k: hz * LIVE_MARGIN for k, hz in LIVE_HZ.items()}
         self.next_ns = dict.fromkeys(LIVE_HZ, 0)
         self.seen = deque()   # (wall s, log time ns) at the hand-overs of the last SPEED_S
         self.stride = dict.fromkeys(LIVE_HZ, 0)
@@ -63,7 +70,8 @@ class LiveRate:
             seen.popleft()
         if wall > seen[0][0] and last_ns > seen[0][1]:
             speed = (last_ns - seen[0][1]) / (wall - seen[0][0])   # ns of the run a wall s
-            self.stride = {k: int(speed / hz) for k, hz in self.hz.items()}
+            whole = speed <= 1e9 * LIVE_MARGIN
+            self.stride = {k: 0 if whole and k in REAL_TIME_WHOLE else int(speed / hz) for k, hz in self.hz.items()}
 
     def take(self, topic, ns):
         nxt = self.next_ns.get(topic)
@@ -77,50 +85,38 @@ class LiveRate:
 
 
 ZSTD_LEVEL = 1   # run.mcap's chunks: a third of level 3's time (the default), no larger
-
-
-class _Zstd:
-    """zstandard as mcap.writer calls it (`compress(data)`), at ZSTD_LEVEL."""
-
-    def __init__(self, level):
-        self.compressor = zstandard.ZstdCompressor(level=level)
-
-    def compress(self, data):
-        return self.compressor.compress(data)
+CHUNK_BYTES = 1 << 20
 
 
 class McapSink:
-    """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks."""
+    """run.mcap: one JSON-schema'd channel per topic, zstd-compressed chunks, written by
+    foxglove-sdk's MCAP writer (Rust: a fifth of the CPU time of the `mcap` package's pure
+    Python writer a message)."""
 
     def __init__(self, path, schemas, metadata):
-        if hasattr(mcap.writer, "zstandard"):   # (this process writes only run.mcap)
-            mcap.writer.zstandard = _Zstd(ZSTD_LEVEL)
-        self.f = open(path, "wb")
-        self.w = Writer(self.f, chunk_size=1 << 20, compression=CompressionType.ZSTD)
-        self.w.start(profile="", library="linkteam")
-        self.channel = {}
-        for topic, (name, schema) in schemas.items():
-            sid = self.w.register_schema(name=name, encoding="jsonschema", data=json.dumps(schema).encode())
-            self.channel[topic] = self.w.register_channel(topic=topic, message_encoding="json", schema_id=sid)
+        self.ctx = foxglove.Context()   # this writer's own channels, no other sink
+        opts = MCAPWriteOptions(compression=MCAPCompression.Zstd, compression_level=ZSTD_LEVEL,
+                                compression_threads=0, chunk_size=CHUNK_BYTES)
+        self.w = foxglove.open_mcap(path, allow_overwrite=True, context=self.ctx, writer_options=opts)
+        self.channel = {topic: foxglove.Channel(topic, message_encoding="json", context=self.ctx,
+                                                schema=foxglove.Schema(name=name, encoding="jsonschema",
+                                                                       data=json.dumps(schema).encode()))
+                        for topic, (name, schema) in schemas.items()}
         self.metadata = metadata   # written with the first rows (t0_ns known then), or at the end
-        self.seq = 0
         self.messages = 0
 
     def write(self, topic, ns, payload):
-        self.seq += 1
-        self.w.add_message(channel_id=self.channel[topic], log_time=ns, data=payload, publish_time=ns,
-                           sequence=self.seq)
+        self.channel[topic].log(payload, log_time=ns)
         self.messages += 1
 
     def write_metadata(self):
         if self.metadata is not None:
-            self.w.add_metadata("linkteam.run", {k: str(v) for k, v in self.metadata.items()})
+            self.w.write_metadata("linkteam.run", {k: str(v) for k, v in self.metadata.items()})
             self.metadata = None
 
     def close(self):
         self.write_metadata()
-        self.w.finish()
-        self.f.close()
+        self.w.close()
 
 
 def obstacle_mover(obstacles):
@@ -145,17 +141,15 @@ def preload(live):
         import websockets.http11  # noqa: F401
 
 
-def main(inp, out):
-    """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files)."""
+def main(inp, out, ring):
+    """Serve one run: configuration and hand-overs from `inp`, answers to `out` (files),
+    the hand-overs' rows in `ring` (ring.Ring, shared with the run) or in files."""
     def say(**msg):
         out.write(json.dumps(msg) + "\n")
         out.flush()
 
     cfg = json.loads(inp.readline())
-    # a low CPU priority: where the machine is busy, the control loop and the nodes run
-    # first and telemetry takes what is left (the rows wait in their files meanwhile);
-    # live, a little more: a viewer should not fall far behind a real-time run
-    os.nice(NICE_LIVE if cfg.get("live") else NICE)
+    os.nice(NICE_INPROCESS if cfg["meta"].get("mode") == "inprocess" else NICE_LIVE if cfg.get("live") else NICE)
     # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
     # run, and this one ends when its input does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -165,7 +159,7 @@ def main(inp, out):
     sink = McapSink(cfg["mcap"], SCHEMAS, {k: v for k, v in meta.items() if k != "obstacles"})
     server = rate = None
     if cfg.get("live"):
-        rate = LiveRate(float(meta["control_rate_hz"]))
+        rate = LiveRate()
         from host.telemetry.server import Server
         server = Server(SCHEMAS, cfg["live"]["host"], cfg["live"]["port"])
         server.start()
@@ -173,11 +167,14 @@ def main(inp, out):
     handovers, encode_s = 0, 0.0
     for line in inp:
         msg = json.loads(line)
-        if "rows" in msg:
+        if "ring" in msg:
             t0 = time.process_time()
-            with open(msg["rows"], "rb") as f:   # written by this run's own process
-                rows = pickle.load(f)
-            os.unlink(msg["rows"])
+            if msg["ring"] is not None:
+                rows = ring.take(msg["ring"])
+            else:   # the ring was full: a file, written by this run's own process
+                with open(msg["rows"], "rb") as f:
+                    rows = pickle.load(f)
+                os.unlink(msg["rows"])
             if msg.get("t0_ns") is not None and sink.metadata is not None:   # the first tick's wall time
                 enc.t0_ns = sink.metadata["t0_ns"] = int(msg["t0_ns"])
                 sink.write_metadata()

@@ -1,6 +1,6 @@
 """The run's telemetry topics, one JSON message each, encoded from the rows of the per-tick
 record (host/report/run_dir.Recorder: the same rows timeseries.npz holds) and the host controller's
-side information (node log lines, team events, bus counters), for run.mcap and the live
+side information (node log lines, team events), for run.mcap and the live
 server alike. Every topic has a JSON schema (MCAP schema encoding `jsonschema`, Foxglove
 ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own message types
 (foxglove.Log, foxglove.SceneUpdate) so its Log and 3D panels show them.
@@ -13,7 +13,8 @@ ws-protocol channel `schemaEncoding`); /log and /scene use Foxglove's own messag
   /nodes    every node's state, fault names, membership: at every change and once a second
   /events   a node's state, faults or membership changed (with the host's reason), or the
             host reported a team event
-  /bus      10 Hz: late ticks, the host's good and bad (CRC) frames, late assertions
+  /bus      10 Hz: late ticks, the host's good and bad (CRC) frames, late assertions, each
+            as it stood at the tick the message is stamped with
   /log      node log lines and host events (foxglove.Log)
   /scene    20 Hz: the arm (link frames joined by a line, a sphere per joint), obstacles
             and the desired path (foxglove.SceneUpdate)
@@ -25,7 +26,7 @@ import numpy as np
 import orjson
 
 from bus_protocol import states
-from host.report.run_dir import COMPONENTS
+from host.report.run_dir import COMPONENTS, HOST_BUS
 from host.rmdac import K0_NAMES
 
 SILENT = -1   # host/controller.SILENT: no torque came in the tick
@@ -152,7 +153,6 @@ class Encoder:
         self.reason = [""] * self.n
         self.since = [0.0] * self.n   # t of each node's last change of state, faults or membership
         self.late_ticks = 0
-        self.bus = {"host_good_frames": 0, "host_bad_frames": 0, "late_assertions": 0}
         self.next_bus = self.next_scene = self.next_nodes = self.next_path = 0.0
         self.tick = 0
         self.nodes = []
@@ -162,9 +162,8 @@ class Encoder:
 
     def side(self, info):
         """Host-controller side information of a chunk -> messages: node log lines and host
-        events (foxglove.Log, /events); bus counters are kept for /bus."""
+        events (foxglove.Log, /events)."""
         out = []
-        self.bus.update(info.get("bus", {}))
         for t, link, text in info.get("logs", ()):
             out.append(("/log", self.ns(t), dumps({"timestamp": _stamp(self.ns(t)), "level": LOG_INFO,
                                                    "message": text, "name": "link%02d" % link,
@@ -203,6 +202,7 @@ class Encoder:
         p_d = a["p_d"]
         late = a["late"].tolist()
         contacts = a["contacts"].tolist()
+        host_bus = a["host_bus"].astype(np.int64).tolist()
         for r in range(rows):
             t, at = tl[r], ns[r]
             out.append(("/joints", at, joints[r]))
@@ -217,7 +217,7 @@ class Encoder:
             self.late_ticks += int(late[r])
             if t >= self.next_bus - T_EPS:
                 self.next_bus = t + 1.0 / BUS_HZ
-                out.append(("/bus", at, dumps(dict(self.bus, t=t, late_ticks=self.late_ticks,
+                out.append(("/bus", at, dumps(dict(zip(HOST_BUS, host_bus[r]), t=t, late_ticks=self.late_ticks,
                                                    contacts=contacts[r]))))
             if t >= self.next_scene - T_EPS:
                 pd = p_d[r].tolist()
