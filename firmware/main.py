@@ -53,7 +53,7 @@ def run(path="/config.json", idle_exit_ms=0):
         a.log("ready link %d fw %s board %s%s" % (a.link, VERSION, board.name, where))
         if cfg.get("console_ready"):   # a flashed board: the boot line `linkteam flash` waits for
             print("linkteam ready link %d fw %s board %s" % (a.link, VERSION, board.name))
-    serve(board, agents, poll, cfg, idle_exit_ms)
+    serve(board, agents, poll, cfg, idle_exit_ms, getattr(board, "ticks_ms", None))
     return agents if "group" in cfg else agents[0]
 
 

@@ -73,10 +73,10 @@ class Repl:
 def test_cmsdk_uart_sleeps_until_a_whole_frame_and_echoes_it(build, firmware):
     """On the board: Mps2Board.wait() sleeps in WFI until UART1 holds a whole frame (a
     frame's bytes without its 0x00 do not end it), readinto hands over whole frames only,
-    and write puts them back on the wire; idle, the board wakes at most once per 1 ms
-    SysTick (a loop that spun would go round many times per ms), and a pass of the wait
-    (draining three UARTs) takes at most 2 ms of the board's clock under -icount shift=7
-    (128 ns an instruction)."""
+    and write puts them back on the wire. Idle, nothing wakes the board (no SysTick: one
+    that woke every 1 ms would sleep ~500 times in the half second) until a break is
+    reported on the console: that wait ends (False), its port hung up; from then on a
+    wait times out (200 ms, a few wakes)."""
     frame = m.encode(m.SYNC, m.HOST, m.BROADCAST, 7, (42,))
     wire = framing.uart_frame(frame)
     second = framing.uart_frame(m.encode(m.SYNC, m.HOST, m.BROADCAST, 8, (43,)))
@@ -84,12 +84,10 @@ def test_cmsdk_uart_sleeps_until_a_whole_frame_and_echoes_it(build, firmware):
     try:
         r.line("from firmware.hal import cmsdk_uart as cu")
         r.line("b = cu.make_board('mps2-uart', {'bus': {'up': 1, 'down': None}, 'joint_uart': 3}); n = [0]; s = b.sleep")
-        r.line("exec('def counted():\\n n[0] += 1\\n s()\\n'); b.sleep = counted")
+        r.line("exec('def counted(ms=0):\\n n[0] += 1\\n s(ms)\\n'); b.sleep = counted")
         r.until(b">>> ")
         r.until(b">>> ")
         r.until(b">>> ")
-        r.line("print('IDLE', b.wait(200), n[0])")
-        idle = r.until(b">>> ")
         r.line("buf = bytearray(256); n[0] = 0; print('GOT', b.wait(20000), n[0]); k = b.ports['up'].readinto(buf); "
                "print('K', k); b.ports['up'].write(buf, k); print('AFTER', b.ports['up'].readinto(buf))")
         time.sleep(0.5)
@@ -101,10 +99,19 @@ def test_cmsdk_uart_sleeps_until_a_whole_frame_and_echoes_it(build, firmware):
         echoed = b""
         while len(echoed) < len(wire):
             echoed += r.host.recv(256)
+        r.line("n[0] = 0; print('BREAK', b.wait(60000), n[0], b.ports['up'].hup)")
+        time.sleep(0.5)
+        r.p.stdin.write(b"1")   # a break on UART1
+        r.p.stdin.flush()
+        broke = r.until(b">>> ")
+        r.line("t0 = b.ticks_ms(); n[0] = 0; print('IDLE', b.wait(200), n[0], b.ticks_ms() - t0)")
+        idle = r.until(b">>> ")
     finally:
         r.close()
-    said, sleeps = idle.split("IDLE ")[1].split()[:2]
-    assert said == "False" and 50 <= int(sleeps) <= 260, idle
+    said, sleeps, dt = idle.split("IDLE ")[1].split()[:3]
+    assert said == "False" and int(sleeps) <= 10 and 200 <= int(dt) < 2000, idle
+    said, sleeps, hup = broke.split("BREAK ")[1].split()[:3]
+    assert said == "False" and int(sleeps) <= 10 and hup == "True", broke
     assert "K %d" % len(wire) in got and "AFTER None" in got, got
     assert echoed == wire
 

@@ -3,6 +3,7 @@
 #   .hal             the HAL (firmware/hal/__init__.py surface; node sets .send)
 #   .node(agent)     a firmware.node.ChainNode (UART chain) or BusNode (CAN) on its ports
 #   .wait(ms)        block (never spin) until input, a due write, or ms pass
+#   .ticks_ms()      optional: its millisecond clock (default time.ticks_ms)
 #   .closed          True once the bus is gone (desktop processes exit then)
 # To add a board: one line here and one module under firmware/hal/.
 BOARDS = {

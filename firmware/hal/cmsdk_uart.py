@@ -12,29 +12,37 @@
 # The UART holds one received byte (DATA, STATE.RXFULL). Receiving is the interrupt's
 # job on a board (here: board.wait() draining every UART into a ring of its own before
 # it sleeps); the receive interrupts only wake the core: the board sleeps in WFI with
-# PRIMASK set and the UARTs' receive interrupts enabled in the NVIC, so a byte (or the
-# 1 ms SysTick) ends the WFI and no handler is ever entered (the vector table has none
-# for them). A port hands the node whole frames only (up to the last 0x00 received), as
-# an idle-line DMA receiver does, so what a poll round costs does not depend on how the
+# PRIMASK set and the UARTs' receive interrupts enabled in the NVIC, so a byte ends the
+# WFI and no handler is ever entered (the vector table has none for them). The port's
+# 1 ms SysTick is stopped: only a byte wakes a board, and an idle one costs the host
+# nothing. In lockstep nothing is to time out while every board lives (the host waits
+# for each tick's frames), and a wait that could time out would tie what the board
+# does to how fast the host runs it (a neighbour only slow on a busy host taken for
+# dead): a board waits for input only, until a neighbour dies (a break, below); from
+# then on a wait times out (TIMER1, one-shot, armed for the wait only) on the board's
+# millisecond clock (ticks_ms; the node loop's too: firmware/main.py): its counted
+# work, and from then on TIMER0's time too, which follows the wall clock while the
+# board sleeps. A port hands the node whole frames only (up to the last 0x00 received),
+# as an idle-line DMA receiver does, so what a poll round costs does not depend on how the
 # bytes happened to trickle in.
 #
 # Counting (host/runners/boards.py runs QEMU with -icount shift=7): one instruction is
 # 128 ns of the board's clock and TIMER0 (the CMSDK APB timer, 25 MHz PCLK) ticks every
 # 40 ns, so a stretch of n instructions spans 3.2 n +- 1 ticks and n = round(ticks / 3.2)
-# exactly. A SysTick interrupt taken inside a stretch adds its handler's SYSTICK_INSNS
-# (ports/qemu mcu/arm/ticks.c: _ticks_ms += 1), taken off by the port's millisecond count
-# read in the same breath as the timer. Only the node's work is counted: every wait
+# exactly (no interrupt handler ever runs). Only the node's work is counted: every wait
 # (WFI, and the draining of UARTs that comes with it) lies outside the stretches, and the
-# board's microsecond clock (the HAL's ticks_us: the agent's cycle and finish times)
-# is its counted work at 1 ns an instruction, so what a node sends does not depend on
-# how long it waited either: two runs of a scenario count the same, tick for tick.
+# board's microsecond clock (the HAL's ticks_us: the agent's cycle and finish times) is
+# its counted work at 1 ns an instruction, so what a node sends does not depend on how
+# long it waited either: two runs of a scenario count the same, tick for tick.
 #
 # A neighbour that loses power holds its TX line low: a break on this node's RX, which
 # STM32 (LBD) and RP2040 (PL011 BE) UARTs flag. The CMSDK UART has no break detection and
 # QEMU does not tell a UART its socket's far end closed, so the emulation reports it on
 # the console: a byte "1" or "2" there is a break on UART1 or UART2 (host/runners/boards.py
 # sends it when it kills a board). The port then reads as hung up (`hup`), as a desktop
-# node's wire does: a ring routes round the dead node (firmware/node.py).
+# node's wire does: a ring routes round the dead node (firmware/node.py), what is
+# written to it goes nowhere, and the wait that saw the break ends (the node loop then
+# bridges a K_{i-1} it is waiting for).
 import time
 from array import array
 
@@ -57,12 +65,16 @@ I_ACTED = const(3)
 
 TIMER0 = 0x40000000   # CTRL, VALUE (counting down), RELOAD
 TIMER0_VALUE = 0x40000004
-SYSTICK_INSNS = const(5)
+SYST_CSR = 0xE000E010   # SysTick control (ARMv7-M ARM B3.3.3): 0 stops it
+TIMER1 = 0x40001000   # the wait's timeout: CTRL, VALUE, RELOAD, INTCLEAR (+12)
+TIMER1_IRQ = const(9)   # QEMU hw/arm/mps2.c
+TIMER_HZ = const(25000000)   # PCLK
 BASES = (0x40004000, 0x40005000, 0x40006000, 0x40007000, 0x40009000)   # UART0..4
 RX_IRQS = (0, 2, 4, 18, 20)   # their receive interrupts (QEMU hw/arm/mps2.c)
 _CTRL = const(8)
 _BAUDDIV = const(16)
-_CTRL_ON = const(0x0B)   # TX enable | RX enable | RX interrupt enable
+_CTRL_RXINT = const(0x08)   # RX interrupt enable
+_CTRL_ON = const(0x03 | _CTRL_RXINT)   # TX enable | RX enable | RX interrupt enable
 NVIC_ISER = 0xE000E100
 NVIC_ICER = 0xE000E180
 NVIC_ICPR = 0xE000E280
@@ -132,8 +144,9 @@ def _tx(base: uint, buf: ptr8, n: int):
 
 @micropython.viper
 def _console(base: uint) -> int:
-    """The byte the console UART holds, or -1."""
+    """The byte the console UART holds, or -1; its receive interrupt cleared."""
     reg = ptr32(base)
+    reg[3] = 2    # INTCLEAR.RX
     if reg[1] & 2:
         return int(reg[0])
     return -1
@@ -153,47 +166,61 @@ def _wfi(r0, r1, r2, r3):
 
 
 @micropython.asm_thumb
-def _stamp(r0, r1, r2):
-    """r0[0] = the timer's count (r1: its VALUE register), r0[1] = the port's SysTick
-    count (r2: its address), read with interrupts held off (PRIMASK)."""
-    cpsid(i)
-    ldr(r3, [r1, 0])
-    str(r3, [r0, 0])
-    ldr(r3, [r2, 0])
-    str(r3, [r0, 4])
-    cpsie(i)
+def _stamp(r0, r1):
+    """r0[0] = the timer's count (r1: its VALUE register)."""
+    ldr(r2, [r1, 0])
+    str(r2, [r0, 0])
 
 
 @micropython.asm_thumb
-def _mark(r0, r1, r2):
-    """_stamp into r0[2:4]: a stretch starts."""
-    cpsid(i)
-    ldr(r3, [r1, 0])
-    str(r3, [r0, 8])
-    ldr(r3, [r2, 0])
-    str(r3, [r0, 12])
-    cpsie(i)
+def _mark(r0, r1):
+    """The timer's count into r0[2]: a stretch starts."""
+    ldr(r2, [r1, 0])
+    str(r2, [r0, 8])
 
 
-# the counter block (array "I"): [0:2] a stamp, [2:4] the mark (a stretch's start), [4]
+# the counter block (array "I"): [0] a stamp, [2] the mark (a stretch's start), [4]
 # instructions of this poll round, [5] microseconds counted (mod 2^30: a ticks value),
-# [6] instructions beyond them (< 1000), [7] 1 while a stretch runs
+# [6] instructions beyond them (< 1000), [7] 1 while a stretch runs, [8] milliseconds
+# counted (mod 2^30), [9] microseconds beyond them (< 1000)
 _C_ROUND = const(4)
 _C_US = const(5)
 _C_FRAC = const(6)
 _C_ON = const(7)
+_C_MS = const(8)
+_C_MS_FRAC = const(9)
+
+
+@micropython.viper
+def _clock(value: uint, t: ptr32) -> int:
+    """The board's milliseconds (mod 2^30: a ticks value) from a 25 MHz timer counting
+    down (value: its VALUE register), read at least once per wrap (172 s): t[0] its count
+    at the last read, t[1] the milliseconds, t[2] 320 ns units beyond them (< 3125),
+    t[3] 40 ns ticks beyond those (< 8)."""
+    v = ptr32(value)[0]
+    d = uint(t[0]) - uint(v)   # ticks since the last read
+    t[0] = v
+    r = int(t[2]) + int(d >> 3)
+    lo = int(t[3]) + int(d & 7)
+    if lo >= 8:
+        lo -= 8
+        r += 1
+    t[3] = lo
+    ms = r // 3125
+    t[2] = r - ms * 3125
+    t[1] = (int(t[1]) + ms) & 0x3FFFFFFF
+    return int(t[1])
 
 
 @micropython.viper
 def _count(c: ptr32, move: int) -> int:
-    """Instructions from the mark to the stamp, the SysTick handlers' taken off; `move`:
-    added to the round's, the mark moved to the stamp."""
+    """Instructions from the mark to the stamp; `move`: added to the round's, the mark
+    moved to the stamp."""
     d = uint(c[2]) - uint(c[0])   # the timer counts down
-    n = int((d * 5 + 8) >> 4) - SYSTICK_INSNS * (c[1] - c[3])
+    n = int((d * 5 + 8) >> 4)
     if move:
         c[_C_ROUND] += n
         c[2] = c[0]
-        c[3] = c[1]
     return n
 
 
@@ -210,6 +237,7 @@ class Uart:
         self._buf = bytearray(rxbuf)
         self._st = array("I", (0, 0, rxbuf, 0))   # bytes held, end of the last whole frame, room, read to
         self.hup = False   # a UART never hangs up: a dead neighbour is silence
+        self.board = None   # Mps2Board: its count paused while a write goes out
         self.free = True   # readinto may hand over a frame (Mps2Board.wait: one per round)
 
     def pump(self):
@@ -231,7 +259,17 @@ class Uart:
     def write(self, buf, n=None):
         if n is None:
             n = len(buf)
+        if self.hup:   # into a broken line the bytes go nowhere
+            return n
+        # the bytes go out as a DMA channel would send them, not counted: however long
+        # the far end (a QEMU socket that takes what its UART has read) holds them up
+        b = self.board
+        on = b is not None and b._c[_C_ON]
+        if on:
+            b.pause()
         _tx(self.base, buf, n)
+        if on:
+            b.resume()
         return n
 
 
@@ -279,12 +317,13 @@ class UartJoint(SimHAL):
         p = self.port
         for _ in range(2):
             b.pause()
-            t0 = time.ticks_ms()
+            t0 = b.ticks_ms()
             while True:
                 b.pump()
-                if p.any() or time.ticks_diff(time.ticks_ms(), t0) >= ms:
+                left = b.left(ms, t0)
+                if p.any() or left <= 0:
                     break
-                b.sleep()
+                b.sleep(left)
             b.resume()
             self.read()
             if self.state_tick >= tick:
@@ -333,10 +372,11 @@ class Mps2Board(McuBoard):
 
     def __init__(self, name, cfg):
         self.trace = bool(cfg.get("trace", True))
-        self._c = array("I", (0, 0, 0, 0, 0, 0, 0, 0))
-        # the port's millisecond count (its address in the firmware: host/runners/boards.py);
-        # without it a cell that stays 0, and the SysTick handlers count as work
-        self._ms_at = int(cfg.get("systick_count_at", 0)) or _addr(self._c) + 4 * _C_ON
+        self._c = array("I", (0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        self._t = array("I", (0xFFFFFFFF, 0, 0, 0, 0))   # _clock's, [4] its value at the first break
+        self.timed = False   # waits time out (a neighbour has died)
+        mem32[SYST_CSR] = 0
+        mem32[TIMER1] = 0
         mem32[TIMER0 + 8] = 0xFFFFFFFF   # RELOAD
         mem32[TIMER0 + 4] = 0xFFFFFFFF   # VALUE
         mem32[TIMER0] = 1                # CTRL: enabled, no interrupt
@@ -349,8 +389,11 @@ class Mps2Board(McuBoard):
         down = Uart(int(bus["down"])) if bus.get("down") is not None else None
         self.joint = Uart(int(cfg.get("joint_uart", 3)), 256)
         self.uarts = [u for u in (up, down, self.joint) if u is not None]
+        for u in self.uarts:
+            u.board = self
         self.bus_ports = [u for u in (up, down) if u is not None]
-        mask = 1 << RX_IRQS[0]   # the console: a line-break report
+        mem32[BASES[0] + _CTRL] |= _CTRL_RXINT   # the console: a line-break report wakes it
+        mask = 1 << RX_IRQS[0]
         for u in self.uarts:
             mask |= u.irq_bit
         self._mask = mask
@@ -391,21 +434,25 @@ class Mps2Board(McuBoard):
         c = self._c
         c[_C_ROUND] = 0
         c[_C_ON] = 1
-        _mark(c, TIMER0_VALUE, self._ms_at)
+        _mark(c, TIMER0_VALUE)
 
     def pause(self):
         """The stretch ends here (a wait begins)."""
         c = self._c
-        _stamp(c, TIMER0_VALUE, self._ms_at)
+        _stamp(c, TIMER0_VALUE)
         f = c[_C_FRAC] + _count(c, 1)
-        c[_C_US] = (c[_C_US] + f // 1000) & 0x3FFFFFFF
+        us = f // 1000
+        c[_C_US] = (c[_C_US] + us) & 0x3FFFFFFF
         c[_C_FRAC] = f % 1000
+        us += c[_C_MS_FRAC]
+        c[_C_MS] = (c[_C_MS] + us // 1000) & 0x3FFFFFFF
+        c[_C_MS_FRAC] = us % 1000
         c[_C_ON] = 0
 
     def resume(self):
         c = self._c
         c[_C_ON] = 1
-        _mark(c, TIMER0_VALUE, self._ms_at)
+        _mark(c, TIMER0_VALUE)
 
     def end(self):
         """The poll round ends: -> its instructions."""
@@ -417,44 +464,79 @@ class Mps2Board(McuBoard):
         c = self._c
         if not c[_C_ON]:
             return c[_C_US]
-        _stamp(c, TIMER0_VALUE, self._ms_at)
+        _stamp(c, TIMER0_VALUE)
         return (c[_C_US] + (c[_C_FRAC] + _count(c, 0)) // 1000) & 0x3FFFFFFF
 
-    def sleep(self):
-        _wfi(self._mask, NVIC_ISER, NVIC_ICER, NVIC_ICPR)
+    def ticks_ms(self):
+        """The board's millisecond clock (a ticks value; the node loop's, firmware/main.py):
+        its counted work (up to the last wait), and once a neighbour has died the time
+        since then too (TIMER0: the wall clock's while the board sleeps)."""
+        ms = self._c[_C_MS]
+        if self.timed:
+            ms += time.ticks_diff(_clock(TIMER0_VALUE, self._t), self._t[4])
+        return ms & 0x3FFFFFFF
+
+    def sleep(self, ms=0):
+        """WFI until a byte comes in (a break report too) or, once a neighbour has died,
+        ms pass (TIMER1: a clock deadline while the board sleeps would make QEMU move its
+        clock on by the wall clock's time at the next wake, in a counted stretch maybe)."""
+        mask = self._mask
+        timed = ms > 0 and self.timed
+        if timed:
+            mem32[TIMER1 + 12] = 1   # INTCLEAR
+            n = min(ms, 60000) * (TIMER_HZ // 1000)
+            mem32[TIMER1 + 8] = n    # RELOAD
+            mem32[TIMER1 + 4] = n    # VALUE
+            mem32[TIMER1] = 9        # CTRL: enabled, interrupt enabled
+            mask |= 1 << TIMER1_IRQ
+        _wfi(mask, NVIC_ISER, NVIC_ICER, NVIC_ICPR)
+        if timed:
+            mem32[TIMER1] = 0
+            mem32[TIMER1 + 12] = 1
 
     def pump(self):
-        """Every UART's bytes into its ring, its receive interrupt cleared: a byte left in
-        one would end every WFI at once, and QEMU hands a UART its next byte only when the
-        core sleeps."""
+        """Every UART's bytes into its ring, its receive interrupt cleared (a byte left in
+        one would end every WFI at once, and QEMU hands a UART its next byte only when it
+        is read), and a break reported on the console taken (-> True)."""
+        broke = False
+        c = _console(BASES[0])
+        if c == 0x31 or c == 0x32:   # "1", "2": a break on UART1 (up) or UART2 (down)
+            p = self.ports["up" if c == 0x31 else "down"]
+            if p is not None:
+                p.hup = broke = True
+                if not self.timed:
+                    self._t[4] = _clock(TIMER0_VALUE, self._t)
+                    self.timed = True
         for u in self.uarts:
             u.pump()
             u.free = False
+        return broke
+
+    def left(self, ms, t0):
+        """What is left of a wait of ms from t0 (ticks_ms): all of it until a neighbour
+        has died (a break), the wait's timeout never armed (the top of this file)."""
+        if not self.timed:
+            return ms
+        return ms - time.ticks_diff(self.ticks_ms(), t0)
 
     def wait(self, ms):
-        """Sleep (WFI) until a bus port holds a whole frame (True) or ms pass (False);
-        one port (up first) is then free to hand over its first frame, so that a poll
-        round takes one frame however the bytes came in."""
-        t0 = time.ticks_ms()
+        """Sleep (WFI) until a bus port holds a whole frame (True), or a break is reported
+        or ms pass (False: only once a neighbour has died); one port (up first) is then
+        free to hand over its first frame, so that a poll round takes one frame however
+        the bytes came in."""
+        t0 = self.ticks_ms()
         while True:
-            c = _console(BASES[0])
-            if c == 0x31 or c == 0x32:   # "1", "2": a break on UART1 (up) or UART2 (down)
-                p = self.ports["up" if c == 0x31 else "down"]
-                if p is not None:
-                    p.hup = True
-            self.pump()
+            if self.pump():
+                return False
             for u in self.bus_ports:
                 if u.any():
                     u.free = True
                     return True
-            if time.ticks_diff(time.ticks_ms(), t0) >= ms:
+            left = self.left(ms, t0)
+            if left <= 0:
                 return False
-            self.sleep()
+            self.sleep(left)
 
-
-@micropython.viper
-def _addr(buf: ptr32) -> int:
-    return int(buf)
 
 
 def make_board(name, cfg):

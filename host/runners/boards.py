@@ -26,12 +26,12 @@ from host.transports.stream import FdStreamTransport
 from sim_host.fault_injection import wire_specs
 
 PHASES = ("sync", "k_hop", "goal_hop", "forward")   # firmware/hal/cmsdk_uart.py TimedChainNode
-# Emulated boards run ~50x slower than real time on a loaded 2-core machine (10 M4F boards:
-# ~0.45 s of wall time per 8.3 ms tick), and a board's clock follows the wall clock while
-# it sleeps (-icount sleep=on): how long a node waits for K_{i-1} before it bridges it
-# (firmware/main.py quiet_ms, lockstep) and the host for a torque after the goal
-# (processes.run straggler, runs with faults) are set for that, not for a board's 2 ms
-# (a three-board M0+ run once bridged a K that was only slow at 300 ms).
+# Emulated boards run 10-100x slower than real time on a loaded 2-core machine. A board's
+# waits never time out until a neighbour has died (firmware/hal/cmsdk_uart.py); from then
+# on its clock follows the wall clock while it sleeps (-icount sleep=on): how long a node
+# waits for K_{i-1} before it bridges it (firmware/main.py quiet_ms, lockstep) and the
+# host for a torque after the goal (processes.run straggler, runs with faults) are set
+# for that, not for a board's 2 ms.
 QUIET_MS = 1000
 STRAGGLER_S = 10.0
 # typed into the REPL; the last line whole, so that nothing is left for the console to
@@ -44,7 +44,8 @@ BOOT = ("import json, machine, mcu_mpy_files, mp_node_cycle",
 
 # 128 ns of the board's clock an instruction: its 40 ns timer then tells the instructions
 # of any stretch exactly (firmware/hal/cmsdk_uart.py); sleep=on: a board in WFI waits for
-# its UARTs in real time, burning nothing
+# its UARTs, burning nothing (sleep=off would warp QEMU's clock to the timer's next
+# expiry over and over)
 ICOUNT = "shift=7,sleep=on"
 
 
@@ -118,7 +119,6 @@ class BoardCluster(processes.Cluster):
         kw.setdefault("ready_timeout", 300.0)   # boards boot and import the firmware in turn
         super().__init__(sc, **kw)
         self.build, self.elf = build, elf
-        self.systick_at = systick_count_at(elf)
         self.phases = {}   # link -> [(tick, sync, k_hop, goal_hop, forward, n_forward)]
         self.broken = set()   # links whose boards were killed, their neighbours told
 
@@ -144,7 +144,7 @@ class BoardCluster(processes.Cluster):
         for i in range(n):
             cfg = self._node_config(self.groups[i])
             has_down = i + 1 < len(downs)
-            cfg.update(board="mps2-uart", joint_uart=3, systick_count_at=self.systick_at, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
+            cfg.update(board="mps2-uart", joint_uart=3, idle_exit_ms=self.idle_exit_ms, quiet_ms=[2, QUIET_MS],
                        bus={"up": 1, "down": 2 if has_down else None, "ring": ring, "overhear": overhear})
             if self.run_auth is not None:   # typed in (raw REPL: not echoed), never written down
                 cfg["auth"] = self.run_auth.node_auth()
@@ -219,17 +219,6 @@ class BoardCluster(processes.Cluster):
         for i in range(len(self.procs)):
             self.phases[i + 1] = parse_phases(self.console(i))
         super().close()
-
-
-def systick_count_at(elf):
-    """The address of the QEMU port's millisecond count (_ticks_ms, ports/qemu
-    mcu/arm/ticks.c) in `elf`: the board takes the SysTick handlers off its counts."""
-    out = subprocess.run(["arm-none-eabi-nm", elf], capture_output=True, text=True, check=True).stdout
-    for ln in out.splitlines():
-        f = ln.split()
-        if len(f) == 3 and f[2] == "_ticks_ms":
-            return int(f[0], 16)
-    raise mcu.McuError("%s has no _ticks_ms (not the QEMU port's firmware?)" % elf)
 
 
 def parse_phases(text):
