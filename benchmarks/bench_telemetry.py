@@ -68,17 +68,19 @@ def free_port():
 
 
 def _run(sc, out, **kw):
-    """One run_scenario -> (summary, its wall s, this process's CPU s over it)."""
+    """One run_scenario -> (summary, its wall s, this process's CPU s over it, the loop's
+    thread's _Watch.split)."""
     from host.run import run_scenario
-    t0, c0 = time.perf_counter(), os.times()
-    s, _ = run_scenario(sc, out, quiet=True, make_plots=False, **kw)
-    c1 = os.times()
-    return s, time.perf_counter() - t0, (c1.user - c0.user) + (c1.system - c0.system)
+    with _Watch() as watch:
+        t0, c0 = time.perf_counter(), os.times()
+        s, _ = run_scenario(sc, out, quiet=True, make_plots=False, **kw)
+        c1 = os.times()
+    return s, time.perf_counter() - t0, (c1.user - c0.user) + (c1.system - c0.system), watch.split()
 
 
 def _live(sc, out):
     """A --live run with one client (READER, its own process) -> (summary, wall s, CPU s,
-    the client's CPU s from the run's start, messages it received)."""
+    the loop's split (_run), the client's CPU s from the run's start, messages it received)."""
     port = free_port()
     # a session of its own, as a viewer started from a desktop or another terminal has (the
     # kernel's autogroup scheduling shares the CPU between sessions first)
@@ -86,9 +88,9 @@ def _live(sc, out):
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert client.stdout.readline().strip() == "ready"
-        s, wall, cpu = _run(sc, out, live=("127.0.0.1", port), live_wait=30.0)
+        s, wall, cpu, split = _run(sc, out, live=("127.0.0.1", port), live_wait=30.0)
         n, client_cpu = client.communicate(timeout=60)[0].split()
-        return s, wall, cpu, float(client_cpu), int(n)
+        return s, wall, cpu, split, float(client_cpu), int(n)
     finally:
         if client.poll() is None:
             client.kill()
@@ -111,15 +113,16 @@ def cost(repeats=7):
         for i in range(repeats):
             for k in KINDS[i % 3:] + KINDS[:i % 3]:
                 if k == "live":
-                    s, wall, cpu, client_cpu, n = _live(sc, Path(tmp) / k)
+                    s, wall, cpu, split, client_cpu, n = _live(sc, Path(tmp) / k)
                     received.append(n)
                 else:
-                    s, wall, cpu = _run(sc, Path(tmp) / k, telemetry=k == "mcap")
+                    s, wall, cpu, split = _run(sc, Path(tmp) / k, telemetry=k == "mcap")
                     client_cpu = 0.0
                 tel = s.get("telemetry", {})
                 waited = tel.get("viewer_wait_s", 0.0)
                 rows[k].append({
                     "loop_s": s["sim_seconds"] / s["realtime_factor"],    # the control loop, its wall time
+                    "loop_cpu_s": split[0], "loop_runq_s": split[1],   # its thread on a CPU, waiting for one
                     "run_s": wall - waited,   # the whole run_scenario call, less the wait for the viewer
                     "viewer_wait_s": waited,
                     # CPU of everything the run made busy: this process (the loop and the end of the
@@ -133,10 +136,11 @@ def cost(repeats=7):
         """median over the repeats of k's field against the same repeat's run without telemetry"""
         return round(100 * (statistics.median(r[field] / o[field] for r, o in zip(rows[k], rows["off"])) - 1), 1)
 
-    med = {k: {f: statistics.median(r[f] for r in v) for f in ("loop_s", "run_s", "cpu_s", "telemetry_cpu_s",
-                                                                 "client_cpu_s", "encode_cpu_s", "viewer_wait_s")}
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("loop_s", "loop_cpu_s", "loop_runq_s", "run_s", "cpu_s",
+                                                                 "telemetry_cpu_s", "client_cpu_s", "encode_cpu_s",
+                                                                 "viewer_wait_s")}
            for k, v in rows.items()}
-    inc = {f: {k: pct(k, f) for k in ("mcap", "live")} for f in ("loop_s", "run_s", "cpu_s")}
+    inc = {f: {k: pct(k, f) for k in ("mcap", "live")} for f in ("loop_s", "loop_cpu_s", "run_s", "cpu_s")}
     print("telemetry cost: in-process reference run, %d repeats of the three back to back (loadavg %.1f %.1f %.1f "
           "before, %.1f %.1f %.1f after)" % ((repeats,) + load0 + load1))
     for k, label in (("off", "no run.mcap"), ("mcap", "run.mcap (default)"), ("live", "--live + 1 client")):
@@ -146,6 +150,11 @@ def cost(repeats=7):
                + more) % ((label, m["loop_s"]) + ((inc["loop_s"][k],) if more else ()) + (m["run_s"],)
                           + ((inc["run_s"][k],) if more else ()) + (m["cpu_s"],) + ((inc["cpu_s"][k],) if more else ())))
     print("  (medians; each +% the median of the repeats' ratios to the run without telemetry beside them)")
+    print("  the loop's thread on a CPU: no run.mcap %.2f s, run.mcap %.2f s (%+.1f %%), --live %.2f s (%+.1f %%); "
+          "runnable but waiting for a CPU: %.2f s, %.2f s, %.2f s"
+          % (med["off"]["loop_cpu_s"], med["mcap"]["loop_cpu_s"], inc["loop_cpu_s"]["mcap"], med["live"]["loop_cpu_s"],
+             inc["loop_cpu_s"]["live"], med["off"]["loop_runq_s"], med["mcap"]["loop_runq_s"],
+             med["live"]["loop_runq_s"]))
     print("  telemetry process CPU: run.mcap %.3f s (encoding and writing %.3f s), --live %.3f s (%.3f s); "
           "the client's CPU %.3f s; the wait for the client to subscribe %.3f s (not in the whole run)"
           % (med["mcap"]["telemetry_cpu_s"], med["mcap"]["encode_cpu_s"], med["live"]["telemetry_cpu_s"],
@@ -155,7 +164,8 @@ def cost(repeats=7):
           % (received, live_s["published"], live_s.get("decimated", 0), live_s["dropped"]))
     return {"telemetry_cost": {
         "repeats": repeats, "loadavg_before": load0, "loadavg_after": load1,
-        "loop_time_increase_pct": inc["loop_s"], "wall_increase_pct": inc["run_s"], "cpu_increase_pct": inc["cpu_s"],
+        "loop_time_increase_pct": inc["loop_s"], "loop_cpu_increase_pct": inc["loop_cpu_s"],
+        "wall_increase_pct": inc["run_s"], "cpu_increase_pct": inc["cpu_s"],
         "medians_s": med, "runs": {k: [{f: v for f, v in r.items() if f != "live"} for r in rows[k]] for k in KINDS},
         "live_client_received": received}}
 
@@ -202,28 +212,39 @@ def stalled_client(port, stop):
 
 class _Watch:
     """The run's control loop (RunDir.attach) and whether its end has begun (RunDir.finish),
-    for the sampler: memory while the loop runs apart from the end's (metrics, timeseries.npz)."""
+    for the sampler: memory while the loop runs apart from the end's (metrics, timeseries.npz);
+    and the loop's thread over the loop by its schedstat (wallclock.HostSchedstat)."""
 
     def __init__(self):
         from host.report import run_dir
+        from host.runners.wallclock import HostSchedstat
         self.rd, self.loop, self.ending = run_dir.RunDir, None, False
         self.attach, self.finish = self.rd.attach, self.rd.finish
+        self.sched, self.at = HostSchedstat(), {}
 
     def __enter__(self):
         watch = self
 
         def attach(rd, loop):
             watch.loop = loop
+            watch.at["attach"] = watch.sched.read()
             return watch.attach(rd, loop)
 
         def finish(rd, *a, **kw):
             watch.ending = True
+            watch.at["finish"] = watch.sched.read()
             return watch.finish(rd, *a, **kw)
         self.rd.attach, self.rd.finish = attach, finish
         return self
 
     def __exit__(self, *exc):
         self.rd.attach, self.rd.finish = self.attach, self.finish
+
+    def split(self):
+        """The loop's thread over the loop: (s on a CPU: its own work, s runnable but
+        waiting for a CPU: what a busy machine adds)."""
+        a, f = self.at["attach"], self.at["finish"]
+        return (f[0] - a[0]) * 1e-9, (f[1] - a[1]) * 1e-9
 
     def ticks(self):
         return len(self.loop.rec) if self.loop is not None else 0
@@ -265,7 +286,7 @@ def memory(seconds=3600.0, every_s=10.0):
     try:
         with _Watch() as watch, tempfile.TemporaryDirectory() as tmp:
             sampler.start()
-            s, wall, _ = _run(sc, Path(tmp) / "long", live=("127.0.0.1", port), live_wait=30.0)
+            s, wall, _, _ = _run(sc, Path(tmp) / "long", live=("127.0.0.1", port), live_wait=30.0)
     finally:
         stop.set()
         if sampler.is_alive():
