@@ -100,20 +100,32 @@ def _live(sc, out):
 KINDS = ("off", "mcap", "live")
 
 
-def cost(repeats=7):
-    """Each repeat runs the three kinds back to back, in an order that turns by one every
-    repeat (a load that drifts over the repeats falls on each kind alike); a kind's cost
-    is the median over the repeats of its time against the same repeat's run without
-    telemetry."""
+def _shared_session():
+    """The telemetry process left in the run's session (sidecar.own_share's setsid and
+    autogroup skipped, its nice kept): for `session`, what its own session is worth."""
+    from host.telemetry import sidecar
+    own = sidecar.own_share
+    sidecar.own_share = os.nice
+    return lambda: setattr(sidecar, "own_share", own)
+
+
+def _repeats(repeats, kinds):
+    """Each repeat runs `kinds` back to back, in an order that turns by one every repeat
+    (a load that drifts over the repeats falls on each kind alike) -> ({kind: a row a
+    repeat}, messages the live client received a run, loadavg before, after)."""
     from host.scenario.loader import load
     sc = load(ROOT / "scenarios" / "reference.toml")
-    rows = {k: [] for k in KINDS}
+    rows = {k: [] for k in kinds}
     received, load0 = [], os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
-            for k in KINDS[i % 3:] + KINDS[:i % 3]:
-                if k == "live":
-                    s, wall, cpu, split, client_cpu, n = _live(sc, Path(tmp) / k)
+            for k in kinds[i % len(kinds):] + kinds[:i % len(kinds)]:
+                if k.startswith("live"):
+                    undo = _shared_session() if k == "live_shared" else (lambda: None)
+                    try:
+                        s, wall, cpu, split, client_cpu, n = _live(sc, Path(tmp) / k)
+                    finally:
+                        undo()
                     received.append(n)
                 else:
                     s, wall, cpu, split = _run(sc, Path(tmp) / k, telemetry=k == "mcap")
@@ -130,17 +142,24 @@ def cost(repeats=7):
                     "cpu_s": cpu + tel.get("process_cpu_s", 0.0) + client_cpu,
                     "telemetry_cpu_s": tel.get("process_cpu_s", 0.0), "client_cpu_s": client_cpu,
                     "encode_cpu_s": tel.get("encode_cpu_s", 0.0), "live": tel.get("live")})
-    load1 = os.getloadavg()
+    return rows, received, load0, os.getloadavg()
 
-    def pct(k, field):
-        """median over the repeats of k's field against the same repeat's run without telemetry"""
-        return round(100 * (statistics.median(r[field] / o[field] for r, o in zip(rows[k], rows["off"])) - 1), 1)
+
+def _pct(rows, k, field):
+    """median over the repeats of k's field against the same repeat's run without telemetry"""
+    return round(100 * (statistics.median(r[field] / o[field] for r, o in zip(rows[k], rows["off"])) - 1), 1)
+
+
+def cost(repeats=7):
+    """The three KINDS (_repeats); a kind's cost is the median over the repeats of its time
+    against the same repeat's run without telemetry."""
+    rows, received, load0, load1 = _repeats(repeats, KINDS)
 
     med = {k: {f: statistics.median(r[f] for r in v) for f in ("loop_s", "loop_cpu_s", "loop_runq_s", "run_s", "cpu_s",
                                                                  "telemetry_cpu_s", "client_cpu_s", "encode_cpu_s",
                                                                  "viewer_wait_s")}
            for k, v in rows.items()}
-    inc = {f: {k: pct(k, f) for k in ("mcap", "live")} for f in ("loop_s", "loop_cpu_s", "run_s", "cpu_s")}
+    inc = {f: {k: _pct(rows, k, f) for k in ("mcap", "live")} for f in ("loop_s", "loop_cpu_s", "run_s", "cpu_s")}
     print("telemetry cost: in-process reference run, %d repeats of the three back to back (loadavg %.1f %.1f %.1f "
           "before, %.1f %.1f %.1f after)" % ((repeats,) + load0 + load1))
     for k, label in (("off", "no run.mcap"), ("mcap", "run.mcap (default)"), ("live", "--live + 1 client")):
@@ -168,6 +187,25 @@ def cost(repeats=7):
         "wall_increase_pct": inc["run_s"], "cpu_increase_pct": inc["cpu_s"],
         "medians_s": med, "runs": {k: [{f: v for f, v in r.items() if f != "live"} for r in rows[k]] for k in KINDS},
         "live_client_received": received}}
+
+
+def session(repeats=7):
+    """Why the telemetry process has a session of its own: --live + one client with it in
+    its own session (as runs do) and left in the run's session, against no telemetry, in
+    the same repeats: the loop's wall time and its thread's time on a CPU."""
+    kinds = ("off", "live", "live_shared")
+    rows, _, load0, load1 = _repeats(repeats, kinds)
+    inc = {k: {f: _pct(rows, k, f) for f in ("loop_s", "loop_cpu_s", "loop_runq_s")} for k in kinds[1:]}
+    print("telemetry process's session: in-process reference run, --live + 1 client, %d repeats (loadavg %.1f %.1f "
+          "%.1f before, %.1f %.1f %.1f after); against no telemetry, the medians of the repeats' ratios:"
+          % ((repeats,) + load0 + load1))
+    for k, label in (("live", "its own session"), ("live_shared", "the run's session")):
+        print("  %-18s loop %+5.1f %%   the loop's thread on a CPU %+5.1f %%, waiting for a CPU %+5.1f %%"
+              % (label, inc[k]["loop_s"], inc[k]["loop_cpu_s"], inc[k]["loop_runq_s"]))
+    return {"telemetry_session": {"repeats": repeats, "loadavg_before": load0, "loadavg_after": load1,
+                                  "increase_pct": inc,
+                                  "runs": {k: [{f: v for f, v in r.items() if f != "live"} for r in rows[k]]
+                                           for k in kinds}}}
 
 
 def rss_mb(pid, field="VmRSS"):
@@ -314,10 +352,12 @@ def memory(seconds=3600.0, every_s=10.0):
                                  "loadavg_after": os.getloadavg()}}
 
 
-if __name__ == "__main__":   # one part alone: `cost [REPEATS]` or `memory [SECONDS]` (make bench runs both)
+if __name__ == "__main__":   # one part alone: `cost|session [REPEATS]`, `memory [SECONDS]` (make bench: cost, memory)
     sys.path.insert(0, str(ROOT))
     from run_all import save
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         save(memory(float(sys.argv[2]) if len(sys.argv) > 2 else 3600.0))
+    elif len(sys.argv) > 1 and sys.argv[1] == "session":
+        save(session(int(sys.argv[2]) if len(sys.argv) > 2 else 7))
     else:
         save(cost(int(sys.argv[2]) if len(sys.argv) > 2 else 7))
