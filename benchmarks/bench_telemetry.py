@@ -4,7 +4,11 @@ cost(): the in-process reference run without run.mcap, with it (the default), an
 --live and one client that takes every topic (its own process), interleaved repeats; the
 run's own loop (realtime_factor), the whole run_scenario call (its wall time: run.mcap
 finished, the telemetry process's last chunk included; the wait for the live client to
-subscribe left out) and the CPU time of every process the run kept busy.
+subscribe left out), the loop's thread on a CPU and waiting for one (its own work apart
+from a busy machine's queue) and the CPU time of every process the run kept busy.
+
+session(): --live + one client with the telemetry process in a session of its own (as
+runs have it) and in the run's session, in the same repeats.
 
 memory(): a long in-process run with --live and a client that subscribes and then never
 reads: the resident memory of the host process and of the telemetry process, sampled as
