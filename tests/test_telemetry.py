@@ -2,10 +2,12 @@
 timeseries.npz; a live processes-mode run taken by a Foxglove ws-protocol client; the
 server's bounded queues under a client that never reads; replay."""
 import json
+import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -281,3 +283,24 @@ def test_rows_by_file_where_the_ring_is_full(tmp_path, monkeypatch):
     _, topics = read_mcap(out / MCAP_NAME)
     assert s["telemetry"]["handovers_by_file"] == s["telemetry"]["handovers"] > 0
     assert np.array_equal(np.array([j["q"] for j in topics["/joints"]]), d["q"])
+
+
+def test_telemetry_process_in_a_session_of_its_own_at_its_priority(tmp_path):
+    """The telemetry process is not in the run's session (autogroup scheduling would share
+    the session's CPU between it and the control loop) and has its priority there: beside
+    a real-time run a low one, for its session (/proc/PID/autogroup) and itself."""
+    from host.telemetry import Telemetry
+    meta = {"n": 2, "t0_ns": time.time_ns(), "scenario": "x", "path": "x", "mode": "processes",
+            "control_rate_hz": 120.0, "obstacles": []}
+    tel = Telemetry(tmp_path, meta)
+    try:
+        pid = tel.proc.pid
+        tel.wait_for_client(0.0)   # an answer: its configuration read, its priority set
+        assert os.getsid(pid) == pid != os.getsid(0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 19
+        group = Path("/proc/%d/autogroup" % pid)
+        if group.exists():
+            assert group.read_text().split()[-2:] == ["nice", "19"]
+    finally:
+        stats = tel.close()
+    assert "error" not in stats and (tmp_path / MCAP_NAME).exists()

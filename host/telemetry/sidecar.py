@@ -34,6 +34,24 @@ from host.telemetry.topics import SCHEMAS, Encoder
 # run has no deadline, and a busy machine would starve a low priority until the end of
 # the run, which then waits for all that was put off
 NICE, NICE_LIVE, NICE_INPROCESS = 19, 10, 0
+
+
+def own_share(nice):
+    """This process in a session of its own, at `nice`. With the kernel's autogroup
+    scheduling (sched(7) "The autogroup feature") CPU time is shared between sessions
+    first and then between a session's runnable tasks: in the run's session, this process
+    would take half the session's share from the control loop whenever both are runnable,
+    on any CPU, however little it runs. Its own session's weight is set by the autogroup's
+    nice (/proc/self/autogroup); os.nice is what counts without autogroup."""
+    os.setsid()
+    os.nice(nice)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:   # no autogroup (kernel without it): os.nice is the priority
+        pass
+
+
 # messages a wall second per topic to a live viewer, at most: a plot's or a 3-D view's
 # refresh (the bus counters are totals: the latest is what a viewer reads). Each message
 # costs the server and every client some 30-50 us of CPU (make bench), the run's machine
@@ -149,9 +167,9 @@ def main(inp, out, ring):
         out.flush()
 
     cfg = json.loads(inp.readline())
-    os.nice(NICE_INPROCESS if cfg["meta"].get("mode") == "inprocess" else NICE_LIVE if cfg.get("live") else NICE)
-    # Ctrl-C at a terminal reaches the whole process group: the run's process ends the
-    # run, and this one ends when its input does, with run.mcap finished
+    own_share(NICE_INPROCESS if cfg["meta"].get("mode") == "inprocess" else NICE_LIVE if cfg.get("live") else NICE)
+    # the run's process ends the run on Ctrl-C or SIGTERM, and this one ends when its input
+    # does, with run.mcap finished
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     meta = cfg["meta"]
