@@ -62,6 +62,7 @@ _NB_TAKEN = const(16)
 _NB_FAILED = const(17)
 _NS = const(7)
 _VS = const(10)
+_BLK_RING_HELD = const(594)
 _K_FRAME = const(64)
 _TX_FRAMES = const(114)
 _MAX_ASSERT = const(16)
@@ -388,6 +389,8 @@ class LinkAgent:
             self.safety.trip(safety.F_COMMAND)
         I = self.I
         I[_I_TICK] = I[_I_ACTED] = I[I_KIN] = I[_I_GOAL] = -1
+        if self._wire is not None:   # a ring's goal tick held (node.py _goal_wave): none yet
+            self._wire[_BLK_RING_HELD] = 0
         self.reset_neighbours()
         self._goal = False                      # a goal taken, in S (stale goal; its tick: I_GOAL)
         self._base = False                      # link 1: a K_0 taken, in S (the base packet)

@@ -1,7 +1,7 @@
 # The agent's core in pure Python: the reference implementation of linkcore's interface
 # (firmware/native/linkcore_core.h), over the same arrays (S, I: firmware/layout.py;
 # safety's N, V) with the same float operations in the same order, so the two give the
-# same numbers and the same frames at the same float width. firmware/core.py chooses one
+# same numbers and the same frames at the same float width. firmware/linkstate.py `core` chooses one
 # of the two for a process; LinkAgent calls whichever it has the same way.
 #   rx(frame, n, S, I, tx, state, blk, N, V) -> 0: the Python takes no frame at once; the
 #       agent's decode (LinkAgent.decode, messages.Decoder) is the reference of what

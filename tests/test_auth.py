@@ -303,3 +303,41 @@ def test_a_forged_goal_for_the_coming_tick_ahead_of_the_hosts_holds_nothing_on_a
     assert sorted(x for x in lines if x.startswith("T ")) == sorted(
         "T %d %d 1" % (link, tick) for tick in (5, 6) for link in (1, 2, 3))
     assert sorted(x for x in lines if x.startswith("A ")) == ["A %d 1 0 1" % link for link in (1, 2, 3)]
+
+
+def test_a_new_run_on_a_ring_takes_its_first_goal_whatever_tick_the_last_run_held():
+    """A ring node holds the low byte of the tick whose GOAL passed (node.py _goal_wave);
+    COMMAND RESET (a new run on boards that stayed powered) lets go of it, so a run that
+    ended on tick 256 (low byte 0) does not leave the next run's tick-0 GOAL taken for the
+    other wave's copy: every link sends its torque for ticks 0 and 1."""
+    from bus_protocol import framing
+    from firmware.hal.mem import settle
+    from tests.mp.mp_ring_goal import N, ring
+
+    def torques_after_reset(first):
+        host, nodes, ret = ring(None)
+
+        def send(frames, both=False):
+            b = b"".join(framing.uart_frame(f) for f in frames)
+            host.write(b)
+            if both:   # the ring's second goal wave, into the tip
+                ret.write(b)
+            settle(nodes)
+
+        def tick(t):
+            send([m.encode(m.JOINT_STATE, m.HOST, i + 1, i, (t, 0.1 * i, 0.0, 0) + (0.0,) * 6) for i in range(N)]
+                 + [m.encode(m.SYNC, m.HOST, m.BROADCAST, 7, (t,)), m.encode(m.KINEMATIC, m.HOST, 1, 8, (t, 1.0) + (0.0,) * 12)])
+            send([m.encode(m.GOAL, m.HOST, m.BROADCAST, 9, (t, 0, 1.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0))], both=True)
+        for t in first:
+            tick(t)
+        ret.rx = b""
+        send([m.encode(m.COMMAND, m.HOST, m.BROADCAST, 10, (m.CMD_RESET, 1.0))])
+        for t in (0, 1):
+            tick(t)
+        dec = m.Decoder()
+        msgs = [dec.decode(f) for f in framing.Deframer().feed(ret.rx)]
+        return sorted((msg[1], msg[4][0]) for msg in msgs if msg and msg[0] == m.TORQUE)
+
+    want = sorted((link, t) for link in range(1, N + 1) for t in (0, 1))
+    assert torques_after_reset((254, 255)) == want
+    assert torques_after_reset((255, 256)) == want
