@@ -115,7 +115,7 @@ class LinkAgent:
         self.I[_I_TIMING_AT] = self.finish.slot
         # _close's, in one attribute load; the HAL's motor (none for a simulated joint)
         self._books = (hal, self.finish, self.logq, getattr(hal, "write", None))
-        self.down = self.I[_I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
+        self.I[_I_DOWN] = self.link + 1 if self.link < self.n_links else m.HOST
         # per-cycle state besides S and I: the joint's last good reading (S_Q, S_QD hold
         # the sync's, which K_i is composed with)
         self.q = 0.0
