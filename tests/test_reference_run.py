@@ -20,7 +20,7 @@ def test_reference_scenario_tracks(tmp_path):
     summary, out = run_scenario(sc, tmp_path / "ref", quiet=True)
     assert summary["status"] == "ok", summary["reason"]
     assert summary["sim_seconds"] == 40.0
-    # thesis 2.779e-3 m; the prototype measured 3.18 mm; the bar is 10 mm (docs/design.md)
+    # thesis 2.779e-3 m; the prototype measured 3.18 mm
     assert summary["e_rms_m"] < 4.0e-3, summary
     assert summary["phi_rms_rad"] < 1.0e-2, summary
     assert summary["collisions"] == 0 and summary["missed_cycles"] == 0
