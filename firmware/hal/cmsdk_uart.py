@@ -33,7 +33,11 @@
 # (WFI, and the draining of UARTs that comes with it) lies outside the stretches, and the
 # board's microsecond clock (the HAL's ticks_us: the agent's cycle and finish times) is
 # its counted work at 1 ns an instruction, so what a node sends does not depend on how
-# long it waited either: two runs of a scenario count the same, tick for tick.
+# long it waited either: two runs of a scenario count the same, tick for tick. The clock
+# leaves out the rounds that only pass frames by (a report coming up from the tip): they
+# fall before or after the next SYNC as the bytes arrive, and the times the agent sends
+# (STATUS, TIMING: COBS-encoded, so their bytes change what the encoding costs) would
+# follow them.
 #
 # A neighbour that loses power holds its TX line low: a break on this node's RX, which
 # STM32 (LBD) and RP2040 (PL011 BE) UARTs flag. The CMSDK UART has no break detection and
@@ -182,13 +186,15 @@ def _mark(r0, r1):
 # the counter block (array "I"): [0] a stamp, [2] the mark (a stretch's start), [4]
 # instructions of this poll round, [5] microseconds counted (mod 2^30: a ticks value),
 # [6] instructions beyond them (< 1000), [7] 1 while a stretch runs, [8] milliseconds
-# counted (mod 2^30), [9] microseconds beyond them (< 1000)
+# counted (mod 2^30), [9] microseconds beyond them (< 1000), [10:14] [5], [6], [8], [9] as
+# the poll round began
 _C_ROUND = const(4)
 _C_US = const(5)
 _C_FRAC = const(6)
 _C_ON = const(7)
 _C_MS = const(8)
 _C_MS_FRAC = const(9)
+_C_AT = const(10)
 
 
 @micropython.viper
@@ -372,7 +378,7 @@ class Mps2Board(McuBoard):
 
     def __init__(self, name, cfg):
         self.trace = bool(cfg.get("trace", True))
-        self._c = array("I", (0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        self._c = array("I", (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
         self._t = array("I", (0xFFFFFFFF, 0, 0, 0, 0))   # _clock's, [4] its value at the first break
         self.timed = False   # waits time out (a neighbour has died)
         mem32[SYST_CSR] = 0
@@ -425,14 +431,23 @@ class Mps2Board(McuBoard):
             cur[1 + _K] += us
         elif ints[I_TICK] != tick:
             cur[1 + _SYNC] += us
-        else:
+        else:   # a frame passing by: counted, but not on the board's clock (top of this file)
             cur[1 + _FWD] += us
             cur[1 + _NFWD] += 1
+            c = self._c
+            c[_C_US] = c[_C_AT]
+            c[_C_FRAC] = c[_C_AT + 1]
+            c[_C_MS] = c[_C_AT + 2]
+            c[_C_MS_FRAC] = c[_C_AT + 3]
 
     def begin(self):
         """A poll round starts: its count from 0, a stretch from here."""
         c = self._c
         c[_C_ROUND] = 0
+        c[_C_AT] = c[_C_US]
+        c[_C_AT + 1] = c[_C_FRAC]
+        c[_C_AT + 2] = c[_C_MS]
+        c[_C_AT + 3] = c[_C_MS_FRAC]
         c[_C_ON] = 1
         _mark(c, TIMER0_VALUE)
 
