@@ -113,14 +113,10 @@ def _goal_wave(self, frame, n):
         agent.receive(frame, n)
         return
     g = agent.auth
-    if g is None or not g.goal:   # GOAL unprotected: nothing to check
-        blk[_BLK_RING_TICK] = tick
-        blk[_BLK_RING_HELD] = 1
-        agent.receive(frame, n)
-        return
-    ok = g.accepted
+    checked = g is not None and g.goal   # GOAL protected: held only if it passes
+    before = g.accepted if checked else 0
     agent.receive(frame, n)
-    if g.accepted != ok:
+    if not checked or g.accepted != before:
         blk[_BLK_RING_TICK] = tick
         blk[_BLK_RING_HELD] = 1
 
